@@ -1,0 +1,242 @@
+/**
+ * Store interfaces (DESIGN.md "Decisions the missing chapters would have made").
+ * Two providers implement them: stores/memory (embedded default, fast test twin) and stores/redis (ioredis).
+ * Both are held to one contract suite (stores/contract.ts).
+ *
+ * Unknown outcomes (§1.1): a provider never guesses. Every write carries an operation id; when a reply is lost
+ * the provider fences that id and reads back whether the write applied. A method either resolves with a
+ * definite outcome or rejects with StoreUnavailableError.
+ */
+import type { FrameworkRuntimeState } from '../runtime/wire';
+
+/** A MeshNode process run: RID plus the lifecycle generation of this run. */
+export interface NodeRef {
+  readonly nodeId: string;
+  readonly lifecycleGeneration: number;
+}
+
+/** Location Store key of one object. Spots and Actors share a namespace split by kind. */
+export type ObjectKind = 'actor' | 'spot';
+export interface ObjectId {
+  readonly kind: ObjectKind;
+  readonly id: string;
+}
+
+export interface OwnerRecord {
+  readonly kind: ObjectKind;
+  readonly id: string;
+  /** Stable type name of the object (§5 order 3). */
+  readonly type: string;
+  readonly owner: NodeRef;
+  /** Distinguishes deletion and re-creation under the same id (§12). */
+  readonly objectGeneration: number;
+  /** Fencing token: bumped by every owner or membership change; every change is a CAS on it. */
+  readonly authorityGeneration: number;
+  /** Actors only: the User Spot the Actor belongs to; undefined = the owner's Entry Spot. */
+  readonly spot?: string;
+  /**
+   * Actors only: true when `spot` is a SpotWide User Spot. Such a member's record lives beside the Spot's record
+   * (same hash tag) so the aggregate flip (§10.3) is one script.
+   */
+  readonly spotWide?: boolean;
+}
+
+export interface ClaimRequest {
+  readonly object: ObjectId;
+  readonly type: string;
+  readonly owner: NodeRef;
+  readonly opId: string;
+  readonly spot?: string;
+  readonly spotWide?: boolean;
+}
+
+export interface ClaimResult {
+  /** true when this call created the record; false when a record already existed (returned as it is). */
+  readonly applied: boolean;
+  readonly record: OwnerRecord;
+}
+
+export interface CasRequest {
+  readonly object: ObjectId;
+  readonly opId: string;
+  readonly expectedAuthorityGeneration: number;
+  /** New owner; omitted = keep the owner (membership change only). */
+  readonly owner?: NodeRef;
+  /** Membership change: a spot id, or null to return the Actor to its owner's Entry Spot. Omitted = keep. */
+  readonly spot?: string | null;
+  readonly spotWide?: boolean;
+}
+
+export type CasStatus = 'applied' | 'conflict' | 'missing';
+export interface CasResult {
+  readonly status: CasStatus;
+  /** The record after the call (applied: the new record; conflict: the current one; missing: undefined). */
+  readonly record?: OwnerRecord;
+}
+
+export interface RemoveRequest {
+  readonly object: ObjectId;
+  readonly opId: string;
+  readonly expectedAuthorityGeneration: number;
+}
+
+/** One member of a SpotWide aggregate as read when new work was blocked (§10.3). */
+export interface AggregateMember {
+  readonly object: ObjectId;
+  readonly expectedAuthorityGeneration: number;
+}
+
+export interface AggregateStageRequest {
+  /** Non-zero 128-bit relocation id, as 32 hex digits (§10.3). */
+  readonly relocationId: string;
+  readonly spot: ObjectId;
+  readonly expectedSpotAuthorityGeneration: number;
+  readonly members: readonly AggregateMember[];
+  readonly opId: string;
+}
+
+export interface AggregateHeader {
+  readonly relocationId: string;
+  readonly total: number;
+  /** sha256 (hex) of each page's encoded content, in page order. */
+  readonly pageChecksums: readonly string[];
+}
+
+export interface AggregateCommitRequest {
+  readonly relocationId: string;
+  readonly spot: ObjectId;
+  readonly owner: NodeRef;
+  readonly opId: string;
+  /** The header the stager returned; the script checks the stored header and every page against it. */
+  readonly header: AggregateHeader;
+}
+
+/**
+ * applied: the spot and every member now name `owner`.
+ * conflict: some authority generation moved; nothing changed.
+ * data-lost: the staged list does not match its header (§13: unrecoverable, never retried or guessed).
+ */
+export type AggregateCommitStatus = 'applied' | 'conflict' | 'data-lost';
+export interface AggregateCommitResult {
+  readonly status: AggregateCommitStatus;
+  readonly spot?: OwnerRecord;
+}
+
+export interface LocationStore {
+  get(object: ObjectId): Promise<OwnerRecord | undefined>;
+  getMany(objects: readonly ObjectId[]): Promise<(OwnerRecord | undefined)[]>;
+  /** Creates the record when absent (object creation, Instance Spot placement). */
+  claim(request: ClaimRequest): Promise<ClaimResult>;
+  cas(request: CasRequest): Promise<CasResult>;
+  /** Many independent CASes in one round trip (one script call per hash slot); one result per request, in order. */
+  casMany(requests: readonly CasRequest[]): Promise<CasResult[]>;
+  /** Removes the record only when the caller still holds its authority (§14 cleanup step 2). */
+  remove(request: RemoveRequest): Promise<CasResult>;
+  /** Writes the relocation target list as pages (<= 1,024 entries, <= 1 MiB each) plus a header. */
+  stageAggregate(request: AggregateStageRequest): Promise<AggregateHeader>;
+  /** One atomic check-and-flip of the spot and every member (§10.3). */
+  commitAggregate(request: AggregateCommitRequest): Promise<AggregateCommitResult>;
+  /** Removes staged pages and header (after commit, or when the move is abandoned). Idempotent. */
+  discardAggregate(relocationId: string, spot: ObjectId): Promise<void>;
+}
+
+/** What a node offers for one stable type (§5 order 3). */
+export interface TypeCapability {
+  readonly type: string;
+  readonly kind: 'actor' | 'user' | 'instance';
+  readonly policy: 'preserve' | 'recreate' | 'disable';
+  /** Identifies the state adapter; must match between source and target for 'preserve'. */
+  readonly adapter?: string;
+  readonly executionMode?: 'SpotWide' | 'PerActor';
+}
+
+/** Published by every MeshNode under its owner lease. */
+export interface NodeDescriptor {
+  readonly nodeId: string;
+  readonly lifecycleGeneration: number;
+  readonly applicationVersion: number;
+  readonly state: FrameworkRuntimeState;
+  /** Mesh name -> endpoint URL (ws://host:port or memory://...). */
+  readonly endpoints: Readonly<Record<string, string>>;
+  readonly types: readonly TypeCapability[];
+  /** Total object capacity and the number of objects currently owned. */
+  readonly capacity: number;
+  readonly load: number;
+  readonly weight: number;
+  readonly maintenanceWave?: string;
+}
+
+export interface OwnerLease {
+  readonly nodeId: string;
+  readonly lifecycleGeneration: number;
+  /** Random token (node:crypto); renew/publish/release compare it. */
+  readonly token: string;
+}
+
+export interface DescriptorStore {
+  /** Atomic counter per RID: a new value for every process run. */
+  nextLifecycleGeneration(nodeId: string): Promise<number>;
+  /** Takes the owner lease for this run and publishes the descriptor under it. */
+  acquire(descriptor: NodeDescriptor, leaseMs: number): Promise<OwnerLease>;
+  /** Compare token and pexpire. false = the lease is gone (expired or taken by a newer run). */
+  renew(lease: OwnerLease, leaseMs: number): Promise<boolean>;
+  /** Replaces the descriptor under a held lease (state changes, load). false = lease not held. */
+  publish(lease: OwnerLease, descriptor: NodeDescriptor): Promise<boolean>;
+  /** Removes descriptor and lease when the token still matches. Idempotent. */
+  release(lease: OwnerLease): Promise<void>;
+  /** Every descriptor whose lease is live, as one snapshot. */
+  list(): Promise<NodeDescriptor[]>;
+}
+
+export interface RequestTerminal {
+  readonly ok: boolean;
+  readonly value?: unknown;
+  readonly error?: string;
+}
+
+export interface InstanceCreation {
+  readonly spotId: string;
+  readonly type: string;
+  readonly owner: NodeRef;
+  readonly objectGeneration: number;
+  readonly createdAt: number;
+}
+
+/** §1.1: holds no handoff payload; only Instance Spot creation records and late request terminals. */
+export interface RelocationStore {
+  /** Records an Instance Spot's creation by its first message. false when a record already existed. */
+  recordInstanceCreation(record: InstanceCreation, opId: string): Promise<boolean>;
+  getInstanceCreation(spotId: string): Promise<InstanceCreation | undefined>;
+  /** First write wins; false when a terminal was already recorded for opId. */
+  recordRequestTerminal(opId: string, terminal: RequestTerminal, ttlMs: number): Promise<boolean>;
+  getRequestTerminal(opId: string): Promise<RequestTerminal | undefined>;
+}
+
+export interface Stores {
+  readonly provider: 'memory' | 'redis';
+  readonly location: LocationStore;
+  readonly descriptors: DescriptorStore;
+  readonly relocation: RelocationStore;
+  /** Resolves when the provider answers; rejects with StoreUnavailableError. */
+  ping(): Promise<void>;
+  /** Releases connections. Shared stores are closed by their creator, not by a host. */
+  close(): Promise<void>;
+}
+
+/** A store call that has no definite answer (§13 → Blocked/StoreUnavailable before relay-ready). */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError';
+  constructor(
+    message: string,
+    /** true when a write may or may not have applied and could not be resolved in time. */
+    readonly outcomeUnknown = false,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** §13: a staged SpotWide list that does not match its header. Never retried. */
+export class DataLostError extends Error {
+  override readonly name = 'DataLostError';
+}

@@ -1,0 +1,87 @@
+/**
+ * Transport interface (§1.1, §4, §5 order 5, §14 step 1). Two implementations held to one contract suite
+ * (transport/contract.ts): ws/ (one listener per MeshNode per mesh, real sockets) and memory/ (in-process).
+ *
+ * The transport owns the Core peer table of every mesh (Hello → Admit → Ready), framing and validation,
+ * chunked checksummed payloads and the in-flight payload budget. It knows nothing of Actors or Spots:
+ * runtime messages are opaque JSON-compatible values to it.
+ */
+import type { NodeDescriptor, NodeRef } from '../stores/types';
+
+export type PeerState = 'Connecting' | 'Admitted' | 'Ready' | 'Draining' | 'Lost';
+
+export interface PeerInfo extends NodeRef {
+  readonly mesh: string;
+  readonly applicationVersion: number;
+  readonly state: PeerState;
+  /** How the peer was registered: discovered from a Store descriptor, or by hand (§4 ManualTopologyUnsupported). */
+  readonly source: 'descriptor' | 'manual';
+}
+
+export interface MeshConfig {
+  readonly name: string;
+  /** ws listener address (port 0 = any). Omitted: the in-process transport. */
+  readonly listen?: { readonly host: string; readonly port: number };
+  /** Shared key: Hello carries an HMAC-SHA256 proof over the server's challenge; no proof, no Admit. */
+  readonly sharedKey?: string | Buffer;
+  /** TLS options for wss:// (passed to https.createServer and to the client). */
+  readonly tls?: { readonly key?: string | Buffer; readonly cert?: string | Buffer; readonly ca?: string | Buffer; readonly rejectUnauthorized?: boolean };
+}
+
+/** A JSON-compatible runtime message. The runtime validates its own shapes; the transport validates framing. */
+export type RuntimeMessage = { readonly t: string } & Record<string, unknown>;
+
+export interface TransportHandlers {
+  /** A runtime message from an admitted peer, in per-connection order. */
+  onMessage(from: NodeRef, message: RuntimeMessage): void;
+  /** A reassembled and checksum-verified payload, or the failure of one (checksum mismatch, truncation). */
+  onPayload(from: NodeRef, payloadId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void;
+  /** Peer table changes on any mesh (admitted, ready, draining, lost, replaced by a newer generation). */
+  onPeer?(peer: PeerInfo): void;
+}
+
+export interface TransportOptions {
+  readonly self: NodeRef & { readonly applicationVersion: number };
+  readonly meshes: readonly MeshConfig[];
+  readonly handlers: TransportHandlers;
+  /** Bytes of in-progress relocation payloads per peer connection. @default 16 MiB */
+  readonly inFlightPayloadBudgetBytes?: number;
+  /** Payload chunk size. @default 256 KiB */
+  readonly chunkBytes?: number;
+  /** Largest accepted frame (ws maxPayload). @default 4 MiB */
+  readonly maxFrameBytes?: number;
+}
+
+/** Bytes held against a peer's payload budget. Released by the target's intake acknowledgement or explicitly. */
+export interface BudgetLease {
+  readonly bytes: number;
+  /** Waits until `extra` more bytes fit (never fails for lack of budget; rejects only on abort or close). */
+  grow(extra: number, signal?: AbortSignal): Promise<void>;
+  release(): void;
+}
+
+export interface Transport {
+  /** Binds listeners; resolves with mesh name → endpoint URL for the descriptor. */
+  start(): Promise<Record<string, string>>;
+  /** Automatic discovery: follow the descriptor snapshot (connect to new peers, drop vanished ones). */
+  updatePeers(descriptors: readonly NodeDescriptor[]): void;
+  /** Manual topology: a peer registered by hand. Registration alone makes preflight refuse (§4). */
+  registerManualPeer(mesh: string, endpoint: string): void;
+  hasManualPeers(): boolean;
+  /** Core peer table snapshot of one mesh, or of every mesh. */
+  peers(mesh?: string): PeerInfo[];
+  /** §5 order 5: the peer with exactly this RID and generation is Admitted and Ready on every mesh. */
+  isReadyOnEveryMesh(peer: NodeRef): boolean;
+  /** Ordered, coalesced per tick. false when no Ready connection to that peer exists on the primary mesh. */
+  send(peer: NodeRef, message: RuntimeMessage): boolean;
+  /** Waits for budget before the caller seals anything (§7). */
+  acquireBudget(peer: NodeRef, bytes: number, signal?: AbortSignal): Promise<BudgetLease>;
+  /** Chunked sha256-checked transfer charged to `lease`; resolves when the target acknowledged intake. */
+  sendPayload(peer: NodeRef, payloadId: string, bytes: Buffer, lease: BudgetLease, signal?: AbortSignal): Promise<void>;
+  /** §14 step 1: no Hello sent, none answered with Admit; admitted peers get only the Draining update. */
+  seal(): void;
+  /** Completes or cancels accepted callbacks and in-flight writes, then closes sockets and listeners. */
+  close(): Promise<void>;
+}
+
+export type TransportFactory = (options: TransportOptions) => Transport;
