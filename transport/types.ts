@@ -50,6 +50,29 @@ export interface TransportOptions {
   readonly chunkBytes?: number;
   /** Largest accepted frame (ws maxPayload). @default 4 MiB */
   readonly maxFrameBytes?: number;
+  /** Connection and reconnection timings (added by issue 3; all optional). */
+  readonly timing?: TransportTiming;
+}
+
+/** Transport timings; tests pass short values instead of sleeping. */
+export interface TransportTiming {
+  /** A connection that has not finished Hello/Admit/Ready by then is closed. @default 5000 */
+  readonly handshakeTimeoutMs?: number;
+  /** First reconnect delay; doubles per failure up to reconnectMaxMs (with jitter). @default 100 */
+  readonly reconnectMinMs?: number;
+  /** @default 5000 */
+  readonly reconnectMaxMs?: number;
+  /** close(): how long a socket may take to finish its closing handshake before it is destroyed. @default 1000 */
+  readonly closeGraceMs?: number;
+}
+
+/** Counters for tests and diagnostics. */
+export interface TransportDiagnostics {
+  /** Connections closed because of an invalid, unknown, out-of-state or oversized frame. */
+  readonly protocolErrors: number;
+  /** Hellos refused (stale generation, failed proof, sealed, duplicate). */
+  readonly refusedHellos: number;
+  readonly openConnections: number;
 }
 
 /** Bytes held against a peer's payload budget. Released by the target's intake acknowledgement or explicitly. */
@@ -82,6 +105,8 @@ export interface Transport {
   seal(): void;
   /** Completes or cancels accepted callbacks and in-flight writes, then closes sockets and listeners. */
   close(): Promise<void>;
+  /** Counters (added by issue 3; optional so other implementations stay valid). */
+  diagnostics?(): TransportDiagnostics;
 }
 
 export type TransportFactory = (options: TransportOptions) => Transport;

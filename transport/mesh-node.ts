@@ -1,0 +1,322 @@
+/**
+ * The MeshNode of one mesh: its listener, its connections, its dialers and its Core peer table (§1.1 RouteMesh,
+ * §5 order 5). Rules it applies:
+ *
+ * Generation (§5 order 5 "RID and lifecycle generation both match"): a Hello (or challenge) from a generation lower
+ * than the live record of that RID, or than the generation in the current descriptor snapshot, is refused with
+ * CloseCode.StaleGeneration. A higher generation replaces the record: the old connection is closed
+ * (CloseCode.Replaced) and the old record turns Lost.
+ *
+ * Connection rule (one connection per pair of runs):
+ *  - Discovery: of two runs that see each other's descriptor, only the smaller (nodeId, generation) dials; the
+ *    larger waits for it. So discovered peers never cross-dial.
+ *  - Manual peers are dialed regardless (their identity is unknown until the challenge), so two connections can
+ *    meet. Then both sides keep the one dialed by the smaller run and close the other with CloseCode.Duplicate;
+ *    when both were dialed by the same run the newer wins (the dialer only redials after it saw the old one die,
+ *    while the other side may not have noticed yet). Both sides compute the same answer from the same facts.
+ *
+ * Seal (§14 step 1): no dial, no Hello, no Admit; admitted connections get `draining` and stay for accepted work.
+ */
+import { CloseCode } from './constants';
+import { Connection, type ConnectionOwner, type PeerIdentity } from './connection';
+import type { PayloadResult } from './chunks';
+import { Dialer } from './dialer';
+import type { Link, LinkHandlers, LinkProvider } from './link';
+import { compareRefs, PeerTable, sameRef, type PeerRecord } from './peer-table';
+import type { MeshConfig, PeerInfo, RuntimeMessage, TransportHandlers } from './types';
+import type { NodeRef } from '../stores/types';
+
+export interface MeshNodeContext {
+  readonly self: PeerIdentity;
+  readonly provider: LinkProvider;
+  readonly maxFrameBytes: number;
+  readonly chunkBytes: number;
+  readonly handshakeTimeoutMs: number;
+  readonly reconnectMinMs: number;
+  readonly reconnectMaxMs: number;
+  readonly closeGraceMs: number;
+  readonly handlers: TransportHandlers;
+  isSealed(): boolean;
+  /** close() has begun: no handler is called any more (§14: no late callback after teardown began). */
+  isClosing(): boolean;
+  /** Generation of this RID in the latest descriptor snapshot. */
+  descriptorGeneration(nodeId: string): number | undefined;
+  /** A run left for good (replaced by a newer generation or vanished from the descriptors). */
+  peerGone(mesh: string, peer: NodeRef): void;
+  countProtocolError(): void;
+  countRefusedHello(): void;
+}
+
+export interface DescriptorTarget {
+  readonly ref: NodeRef & { readonly applicationVersion: number };
+  readonly endpoint: string;
+}
+
+export class MeshNode implements ConnectionOwner {
+  readonly table: PeerTable;
+  readonly connections = new Set<Connection>();
+  private readonly dialers = new Map<string, Dialer>();
+  private readonly dialerOf = new Map<Connection, Dialer>();
+  endpoint: string | undefined;
+
+  constructor(
+    readonly mesh: MeshConfig,
+    private readonly ctx: MeshNodeContext,
+  ) {
+    this.table = new PeerTable(mesh.name, (p: PeerInfo) => {
+      if (!ctx.isClosing()) ctx.handlers.onPeer?.(p);
+    });
+  }
+
+  get self(): PeerIdentity {
+    return this.ctx.self;
+  }
+  get maxFrameBytes(): number {
+    return this.ctx.maxFrameBytes;
+  }
+  get chunkBytes(): number {
+    return this.ctx.chunkBytes;
+  }
+  get handshakeTimeoutMs(): number {
+    return this.ctx.handshakeTimeoutMs;
+  }
+  isSealed(): boolean {
+    return this.ctx.isSealed() || this.ctx.isClosing();
+  }
+
+  async listen(): Promise<string> {
+    this.endpoint = await this.ctx.provider.listen(this.mesh, this.ctx.maxFrameBytes, (link) => this.accept(link));
+    return this.endpoint;
+  }
+
+  private accept(link: Link): LinkHandlers {
+    const { conn, handlers } = Connection.accept(this, link);
+    this.connections.add(conn);
+    return handlers;
+  }
+
+  // ---- discovery -------------------------------------------------------------------------------------------
+
+  /** Follows one descriptor snapshot (targets of this mesh, self excluded). */
+  applyDescriptors(targets: ReadonlyMap<string, DescriptorTarget>): void {
+    for (const rec of this.table.all()) {
+      const t = targets.get(rec.nodeId);
+      const manualConn = rec.conn !== undefined && rec.conn.source === 'manual';
+      if (t && t.ref.lifecycleGeneration > rec.lifecycleGeneration) this.drop(rec, CloseCode.Replaced, 'replaced by a newer generation');
+      else if (!t && rec.source === 'descriptor' && !manualConn) this.drop(rec, CloseCode.Vanished, 'descriptor vanished');
+      else if (t && sameRef(t.ref, rec) && rec.source === 'manual' && !manualConn) {
+        rec.source = 'descriptor';
+        if (rec.conn) rec.conn.source = 'descriptor';
+      }
+    }
+    for (const [endpoint, d] of this.dialers) {
+      if (!d.expected) continue;
+      const t = targets.get(d.expected.nodeId);
+      if (t && t.endpoint === endpoint && sameRef(t.ref, d.expected)) continue;
+      if (d.manual) d.expected = undefined;
+      else this.removeDialer(d);
+    }
+    if (this.isSealed()) return;
+    for (const t of targets.values()) {
+      if (compareRefs(this.ctx.self, t.ref) > 0) continue; // the smaller run dials (connection rule)
+      let d = this.dialers.get(t.endpoint);
+      if (!d) d = this.addDialer(t.endpoint);
+      d.expected = t.ref;
+      d.kick();
+    }
+  }
+
+  registerManual(endpoint: string): void {
+    const d = this.dialers.get(endpoint) ?? this.addDialer(endpoint);
+    d.manual = true;
+    if (!this.isSealed()) d.kick();
+  }
+
+  private addDialer(endpoint: string): Dialer {
+    const d = new Dialer(endpoint, this.ctx, (x) => this.wanted(x), (x) => this.dial(x));
+    this.dialers.set(endpoint, d);
+    return d;
+  }
+
+  private removeDialer(d: Dialer): void {
+    d.stop();
+    this.dialers.delete(d.endpoint);
+    const id = d.expected;
+    const rec = id && this.table.find(id);
+    if (rec && rec.state === 'Connecting' && !rec.conn) this.table.setState(rec, 'Lost');
+  }
+
+  private wanted(d: Dialer): boolean {
+    if (this.isSealed()) return false;
+    const id = d.identity;
+    if (!id) return true;
+    const rec = this.table.get(id.nodeId);
+    if (!rec || rec.lifecycleGeneration < id.lifecycleGeneration) return true;
+    // A live connection (either direction) or a Draining record: nothing to dial.
+    return !(rec.conn?.isOpen || rec.state === 'Draining');
+  }
+
+  private dial(d: Dialer): Connection {
+    const id = d.expected;
+    if (id && !this.table.get(id.nodeId)) {
+      this.table.create({ ...id, applicationVersion: (id as Partial<PeerIdentity>).applicationVersion ?? 0 }, 'Connecting', d.manual ? 'manual' : 'descriptor', undefined);
+    }
+    const conn = Connection.dial(this, (handlers) => this.ctx.provider.dial(this.mesh, d.endpoint, this.ctx.maxFrameBytes, handlers));
+    conn.source = d.manual ? 'manual' : 'descriptor';
+    this.connections.add(conn);
+    this.dialerOf.set(conn, d);
+    return conn;
+  }
+
+  // ---- ConnectionOwner -------------------------------------------------------------------------------------
+
+  judge(conn: Connection, peer: PeerIdentity): CloseCode | undefined {
+    if (peer.nodeId === this.ctx.self.nodeId) return CloseCode.UnexpectedPeer; // our own endpoint (or an older run of us)
+    const expected = this.dialerOf.get(conn)?.expected;
+    if (expected && !sameRef(expected, peer)) return CloseCode.UnexpectedPeer; // endpoint now serves another run
+    const rec = this.table.get(peer.nodeId);
+    const liveGen = rec ? rec.lifecycleGeneration : -1;
+    const knownGen = Math.max(liveGen, this.ctx.descriptorGeneration(peer.nodeId) ?? -1);
+    if (peer.lifecycleGeneration < knownGen) return this.refusal(conn, CloseCode.StaleGeneration);
+    if (rec && rec.lifecycleGeneration === peer.lifecycleGeneration) {
+      if (rec.state === 'Draining') return this.refusal(conn, CloseCode.Sealed);
+      const old = rec.conn;
+      if (old && old !== conn && old.isOpen) {
+        const dialerOfNew = conn.outbound ? this.ctx.self : peer;
+        const dialerOfOld = old.outbound ? this.ctx.self : peer;
+        const newWins = sameRef(dialerOfNew, dialerOfOld) || compareRefs(dialerOfNew, dialerOfOld) < 0;
+        if (!newWins) return this.refusal(conn, CloseCode.Duplicate);
+      }
+    }
+    return undefined;
+  }
+
+  private refusal(_conn: Connection, code: CloseCode): CloseCode {
+    return code;
+  }
+
+  admitted(conn: Connection): void {
+    const peer = conn.peer!;
+    const d = this.dialerOf.get(conn);
+    if (d) d.learned = { nodeId: peer.nodeId, lifecycleGeneration: peer.lifecycleGeneration };
+    if (!d) conn.source = this.ctx.descriptorGeneration(peer.nodeId) === peer.lifecycleGeneration ? 'descriptor' : 'manual';
+    let rec = this.table.get(peer.nodeId);
+    if (rec && rec.lifecycleGeneration < peer.lifecycleGeneration) {
+      this.drop(rec, CloseCode.Replaced, 'replaced by a newer generation');
+      rec = undefined;
+    }
+    if (rec && rec.lifecycleGeneration > peer.lifecycleGeneration) {
+      conn.close(CloseCode.StaleGeneration, 'stale generation'); // a newer run was admitted meanwhile
+      return;
+    }
+    if (!rec) {
+      this.table.create(peer, 'Admitted', conn.source, conn);
+      return;
+    }
+    const old = rec.conn;
+    rec.conn = conn;
+    rec.applicationVersion = peer.applicationVersion;
+    if (d?.manual) rec.source = 'manual';
+    if (old && old !== conn) old.close(CloseCode.Duplicate, 'duplicate connection'); // judge() let the new one win
+    this.table.setState(rec, 'Admitted');
+  }
+
+  ready(conn: Connection): void {
+    const rec = conn.peer && this.table.find(conn.peer);
+    if (!rec || rec.conn !== conn) return;
+    this.dialerOf.get(conn)?.succeeded();
+    if (rec.state !== 'Draining') this.table.setState(rec, 'Ready');
+  }
+
+  draining(conn: Connection): void {
+    const rec = conn.peer && this.table.find(conn.peer);
+    if (rec && rec.conn === conn) this.table.setState(rec, 'Draining');
+  }
+
+  messages(conn: Connection, messages: RuntimeMessage[]): void {
+    if (this.ctx.isClosing()) return;
+    const from = this.refOf(conn);
+    for (const m of messages) {
+      if (!conn.isOpen) return; // a handler closed the transport or the connection mid-batch
+      this.ctx.handlers.onMessage(from, m);
+    }
+  }
+
+  payload(conn: Connection, payloadId: string, result: PayloadResult): void {
+    if (this.ctx.isClosing()) return;
+    this.ctx.handlers.onPayload(this.refOf(conn), payloadId, result);
+  }
+
+  protocolError(): void {
+    this.ctx.countProtocolError();
+  }
+
+  refused(conn: Connection): void {
+    if (!conn.outbound) this.ctx.countRefusedHello();
+  }
+
+  closed(conn: Connection, code: number): void {
+    this.connections.delete(conn);
+    const d = this.dialerOf.get(conn);
+    this.dialerOf.delete(conn);
+    const peer = conn.peer;
+    const rec = peer && this.table.get(peer.nodeId);
+    if (rec && rec.conn === conn) {
+      rec.conn = undefined;
+      // A Draining record stays Draining (§14 step 1: loss after the seal does not un-drain).
+      if (rec.state !== 'Draining') this.table.setState(rec, 'Lost');
+    } else if (peer && conn.outbound && code === CloseCode.Sealed && !this.isSealed() && !rec) {
+      // The peer refused us because it sealed: remember it as Draining so nobody dials it again.
+      this.table.create(peer, 'Draining', conn.source, undefined);
+    }
+    if (this.ctx.isClosing()) return;
+    if (d) {
+      if (code === CloseCode.StaleGeneration && !d.manual) this.removeDialer(d);
+      else d.lost(conn);
+    }
+    // A dialer that was idle because of this connection may be wanted again.
+    if (peer) for (const other of this.dialers.values()) if (other !== d && other.identity?.nodeId === peer.nodeId) other.kick();
+  }
+
+  private refOf(conn: Connection): NodeRef {
+    const p = conn.peer!;
+    return { nodeId: p.nodeId, lifecycleGeneration: p.lifecycleGeneration };
+  }
+
+  private drop(rec: PeerRecord, code: CloseCode, reason: string): void {
+    const conn = rec.conn;
+    rec.conn = undefined;
+    conn?.close(code, reason);
+    this.table.setState(rec, 'Lost');
+    this.ctx.peerGone(this.mesh.name, rec);
+  }
+
+  // ---- seal and close --------------------------------------------------------------------------------------
+
+  /** §14 step 1. Dialers stop (wanted() is false from now on); Connecting records without a connection go. */
+  seal(): void {
+    for (const d of this.dialers.values()) d.stop();
+    for (const conn of [...this.connections]) conn.seal();
+    for (const rec of this.table.all()) if (rec.state === 'Connecting' && !rec.conn) this.table.setState(rec, 'Lost');
+  }
+
+  /**
+   * Bounded teardown (§14): cancels pending payload sends, flushes accepted messages, closes every link and waits
+   * for each to report closed; a link that takes longer than closeGraceMs is destroyed, and still awaited, so no
+   * late callback can reach a resource after close() resolved.
+   */
+  async close(cancelError: () => Error): Promise<void> {
+    for (const d of this.dialers.values()) d.stop();
+    const conns = [...this.connections];
+    for (const c of conns) c.close(CloseCode.GoingAway, 'transport closed', cancelError);
+    let timer: NodeJS.Timeout | undefined;
+    const all = Promise.all(conns.map((c) => c.whenClosed()));
+    const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), this.ctx.closeGraceMs)));
+    const outcome = await Promise.race([all, grace]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      for (const c of conns) c.destroy();
+      await all;
+    }
+  }
+}
