@@ -259,15 +259,17 @@ export class MeshNode implements ConnectionOwner {
     this.connections.delete(conn);
     const d = this.dialerOf.get(conn);
     this.dialerOf.delete(conn);
-    const peer = conn.peer;
+    // A sealed listener refuses before its challenge, so a descriptor dial knows the peer only as expected.
+    const peer: NodeRef | undefined = conn.peer ?? d?.expected;
     const rec = peer && this.table.get(peer.nodeId);
     if (rec && rec.conn === conn) {
       rec.conn = undefined;
       // A Draining record stays Draining (§14 step 1: loss after the seal does not un-drain).
       if (rec.state !== 'Draining') this.table.setState(rec, 'Lost');
-    } else if (peer && conn.outbound && code === CloseCode.Sealed && !this.isSealed() && !rec) {
+    } else if (peer && conn.outbound && code === CloseCode.Sealed && !this.isSealed()) {
       // The peer refused us because it sealed: remember it as Draining so nobody dials it again.
-      this.table.create(peer, 'Draining', conn.source, undefined);
+      if (!rec) this.table.create({ applicationVersion: 0, ...peer }, 'Draining', conn.source, undefined);
+      else if (rec.lifecycleGeneration === peer.lifecycleGeneration && !rec.conn) this.table.setState(rec, 'Draining');
     }
     if (this.ctx.isClosing()) return;
     if (d) {
