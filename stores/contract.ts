@@ -1,0 +1,324 @@
+/**
+ * The one contract both providers are held to (stores/memory/memory.test.ts, stores/redis/redis.test.ts).
+ * A harness gives the suite a fresh Stores plus the two things the interface cannot do: move time (memory:
+ * the injected clock; Redis: a real wait on short leases) and tamper with a staged page (to prove data-lost).
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { FrameworkRuntimeState } from '../runtime/wire';
+import { LeaseHeldError } from './lease-held-error';
+import type { AggregateMember, NodeDescriptor, NodeRef, ObjectId, OwnerRecord, Stores } from './types';
+
+export interface StoreHarness {
+  readonly stores: Stores;
+  /** Lets `ms` of lease/TTL time pass. */
+  advance(ms: number): Promise<void>;
+  /** Changes the content of staged page `page` (0-based) of a relocation without touching its header. */
+  tamperPage(relocationId: string, spotId: string, page: number): Promise<void>;
+}
+
+const nodeA: NodeRef = { nodeId: 'node-a', lifecycleGeneration: 1 };
+const nodeB: NodeRef = { nodeId: 'node-b', lifecycleGeneration: 3 };
+const op = (): string => randomUUID();
+const relocationId = (): string => randomBytes(16).toString('hex');
+const actor = (id: string): ObjectId => ({ kind: 'actor', id });
+const spot = (id: string): ObjectId => ({ kind: 'spot', id });
+/** Ids unique per test run, so suites against one shared server never see each other's records. */
+const unique = (name: string): string => `${name}-${randomBytes(4).toString('hex')}`;
+
+export function describeStoreContract(name: string, makeHarness: () => StoreHarness): void {
+  describe(`store contract: ${name}`, () => {
+    let h: StoreHarness;
+    let location: Stores['location'];
+    beforeAll(() => {
+      h = makeHarness();
+      location = h.stores.location;
+    });
+    afterAll(() => h.stores.close());
+
+    const claimActor = (id: string, owner = nodeA, membership: { spot?: string; spotWide?: boolean } = {}) =>
+      location.claim({ object: actor(id), type: 'Counter', owner, opId: op(), ...membership });
+
+    describe('owner records', () => {
+      test('claim creates once; a second claim returns the record as it is; a replayed opId returns its result', async () => {
+        const id = unique('claim');
+        const opId = op();
+        const first = await location.claim({ object: actor(id), type: 'Counter', owner: nodeA, opId });
+        expect(first).toEqual({
+          applied: true,
+          record: { kind: 'actor', id, type: 'Counter', owner: nodeA, objectGeneration: 1, authorityGeneration: 1 },
+        });
+        expect(await claimActor(id, nodeB)).toEqual({ applied: false, record: first.record });
+        expect(await location.claim({ object: actor(id), type: 'Counter', owner: nodeA, opId })).toEqual(first);
+        expect(await location.get(actor(id))).toEqual(first.record);
+      });
+
+      test('cas bumps the authority generation; a stale generation conflicts; an absent record is missing', async () => {
+        const id = unique('cas');
+        await claimActor(id);
+        const moved = await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1, owner: nodeB });
+        expect(moved.status).toBe('applied');
+        expect(moved.record).toMatchObject({ owner: nodeB, authorityGeneration: 2, objectGeneration: 1 });
+        const stale = await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1, owner: nodeA });
+        expect(stale).toEqual({ status: 'conflict', record: moved.record });
+        expect(await location.cas({ object: actor(unique('none')), opId: op(), expectedAuthorityGeneration: 1 })).toEqual({ status: 'missing' });
+      });
+
+      test('a replayed cas opId returns the recorded result and does not apply twice', async () => {
+        const id = unique('replay');
+        await claimActor(id);
+        const request = { object: actor(id), opId: op(), expectedAuthorityGeneration: 1, owner: nodeB };
+        const first = await location.cas(request);
+        await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 2, owner: nodeA });
+        expect(await location.cas(request)).toEqual(first);
+        expect((await location.get(actor(id)))?.authorityGeneration).toBe(3);
+      });
+
+      test('spot membership: PerActor, SpotWide join and leave keep get() finding the record', async () => {
+        const id = unique('member');
+        const room = unique('room');
+        await claimActor(id);
+        const perActor = await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1, spot: room, spotWide: false });
+        expect(perActor.record).toMatchObject({ spot: room, authorityGeneration: 2 });
+        expect(perActor.record?.spotWide).toBeUndefined();
+        const joined = await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 2, spot: room, spotWide: true });
+        expect(joined.record).toMatchObject({ spot: room, spotWide: true, authorityGeneration: 3 });
+        expect(await location.get(actor(id))).toEqual(joined.record);
+        const owned = await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 3, owner: nodeB });
+        expect(await location.get(actor(id))).toEqual(owned.record);
+        const left = await location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 4, spot: null });
+        expect(left.record).toEqual({ kind: 'actor', id, type: 'Counter', owner: nodeB, objectGeneration: 1, authorityGeneration: 5 });
+        expect(await location.get(actor(id))).toEqual(left.record);
+        expect(await location.getMany([actor(id), actor(unique('none'))])).toEqual([left.record, undefined]);
+      });
+
+      test('a SpotWide member claimed into its Spot, removed, and re-created continues its generations', async () => {
+        const id = unique('wide');
+        const room = unique('room');
+        const created = await claimActor(id, nodeA, { spot: room, spotWide: true });
+        expect(created.record).toMatchObject({ spot: room, spotWide: true, authorityGeneration: 1 });
+        expect(await location.getMany([actor(id)])).toEqual([created.record]);
+        expect((await claimActor(id, nodeB)).applied).toBe(false);
+        expect((await location.remove({ object: actor(id), opId: op(), expectedAuthorityGeneration: 7 })).status).toBe('conflict');
+        expect(await location.remove({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1 })).toEqual({ status: 'applied' });
+        expect(await location.get(actor(id))).toBeUndefined();
+        expect(await location.remove({ object: actor(id), opId: op(), expectedAuthorityGeneration: 2 })).toEqual({ status: 'missing' });
+        const again = await claimActor(id, nodeB);
+        expect(again).toMatchObject({ applied: true, record: { objectGeneration: 2, authorityGeneration: 3, owner: nodeB } });
+        expect(again.record.spot).toBeUndefined();
+      });
+
+      test('casMany: independent results, in order, one per request', async () => {
+        const ids = Array.from({ length: 128 }, (_, i) => unique(`many${i}`));
+        await Promise.all(ids.map((id) => claimActor(id)));
+        const results = await location.casMany(
+          ids.map((id, i) => ({ object: actor(id), opId: op(), expectedAuthorityGeneration: i % 4 === 0 ? 9 : 1, owner: nodeB })),
+        );
+        results.forEach((result, i) => {
+          expect(result.status).toBe(i % 4 === 0 ? 'conflict' : 'applied');
+          expect(result.record).toMatchObject({ id: ids[i], authorityGeneration: i % 4 === 0 ? 1 : 2 });
+        });
+      });
+
+      test('bad input is a TypeError naming the field, and nothing is written', async () => {
+        const id = unique('bad');
+        await expect(location.claim({ object: actor(''), type: 'T', owner: nodeA, opId: op() })).rejects.toThrow(/object\.id/);
+        await claimActor(id);
+        await expect(location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1.5 })).rejects.toThrow(TypeError);
+        await expect(location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1.5 })).rejects.toThrow(/expectedAuthorityGeneration/);
+        await expect(location.cas({ object: actor(id), opId: '', expectedAuthorityGeneration: 1 })).rejects.toThrow(/opId/);
+        await expect(
+          location.cas({ object: actor(id), opId: op(), expectedAuthorityGeneration: 1, owner: { nodeId: 'x', lifecycleGeneration: -1 } }),
+        ).rejects.toThrow(/owner\.lifecycleGeneration/);
+        await expect(location.casMany([{ object: spot(id), opId: op(), expectedAuthorityGeneration: 1, spot: 'r' }])).rejects.toThrow(/casMany\[0\].*spot/);
+        expect((await location.get(actor(id)))?.authorityGeneration).toBe(1);
+      });
+    });
+
+    describe('SpotWide aggregate CAS (§10.3)', () => {
+      async function aggregate(size: number) {
+        const room = unique('agg');
+        await location.claim({ object: spot(room), type: 'Room', owner: nodeA, opId: op() });
+        const ids = Array.from({ length: size }, (_, i) => `${room}-m${i}`);
+        for (let i = 0; i < ids.length; i += 1000)
+          await Promise.all(ids.slice(i, i + 1000).map((id) => claimActor(id, nodeA, { spot: room, spotWide: true })));
+        const members: AggregateMember[] = ids.map((id) => ({ object: actor(id), expectedAuthorityGeneration: 1 }));
+        const rid = relocationId();
+        const header = await location.stageAggregate({ relocationId: rid, spot: spot(room), expectedSpotAuthorityGeneration: 1, members, opId: op() });
+        const commit = (opId = op()) => location.commitAggregate({ relocationId: rid, spot: spot(room), owner: nodeB, opId, header });
+        return { room, ids, rid, header, commit };
+      }
+      const owners = async (ids: readonly string[]): Promise<OwnerRecord[]> =>
+        (await location.getMany(ids.map(actor))).map((record) => record!);
+
+      test.each([2500, 10_000])('%d members flip with the spot in one commit', async (size) => {
+        const { room, ids, header, commit } = await aggregate(size);
+        expect(header.total).toBe(size);
+        expect(header.pageChecksums.length).toBe(Math.ceil(size / 1024));
+        const opId = op();
+        const result = await commit(opId);
+        expect(result.status).toBe('applied');
+        expect(result.spot).toMatchObject({ id: room, owner: nodeB, authorityGeneration: 2 });
+        const records = await owners(ids);
+        expect(records.every((record) => record.owner.nodeId === 'node-b' && record.authorityGeneration === 2)).toBe(true);
+        expect(await commit(opId)).toEqual(result);
+        expect((await commit()).status).toBe('conflict');
+      });
+
+      test('a tampered page is data-lost and nothing changes', async () => {
+        const { room, ids, rid, commit } = await aggregate(2500);
+        await h.tamperPage(rid, room, 1);
+        expect(await commit()).toEqual({ status: 'data-lost' });
+        expect((await location.get(spot(room)))?.owner).toEqual(nodeA);
+        expect((await owners(ids)).every((record) => record.owner.nodeId === 'node-a' && record.authorityGeneration === 1)).toBe(true);
+      });
+
+      test('a header that does not match the staged one, or a discarded list, is data-lost', async () => {
+        const { room, rid, header, commit } = await aggregate(30);
+        expect(header.pageChecksums).toHaveLength(1);
+        const wrong = { ...header, total: header.total - 1 };
+        expect(await location.commitAggregate({ relocationId: rid, spot: spot(room), owner: nodeB, opId: op(), header: wrong })).toEqual({
+          status: 'data-lost',
+        });
+        await location.discardAggregate(rid, spot(room));
+        await location.discardAggregate(rid, spot(room));
+        expect(await commit()).toEqual({ status: 'data-lost' });
+      });
+
+      test('a moved member authority is a conflict and nothing changes', async () => {
+        const { room, ids, commit } = await aggregate(2500);
+        expect((await location.get(spot(room)))?.authorityGeneration).toBe(1);
+        await location.cas({ object: actor(ids[1234]!), opId: op(), expectedAuthorityGeneration: 1, owner: nodeA });
+        const result = await commit();
+        expect(result.status).toBe('conflict');
+        expect(result.spot).toMatchObject({ owner: nodeA, authorityGeneration: 1 });
+        const records = await owners(ids);
+        expect(records.filter((record) => record.authorityGeneration !== 1).map((record) => record.id)).toEqual([ids[1234]]);
+        expect(records.every((record) => record.owner.nodeId === 'node-a')).toBe(true);
+      });
+
+      test('a moved spot authority, or a member that left the spot, is a conflict', async () => {
+        const first = await aggregate(5);
+        await location.cas({ object: spot(first.room), opId: op(), expectedAuthorityGeneration: 1, owner: nodeA });
+        expect((await first.commit()).status).toBe('conflict');
+        const second = await aggregate(5);
+        await location.cas({ object: actor(second.ids[0]!), opId: op(), expectedAuthorityGeneration: 1, spot: null });
+        expect((await second.commit()).status).toBe('conflict');
+        expect((await location.get(spot(second.room)))?.owner).toEqual(nodeA);
+      });
+
+      test('an empty aggregate flips only the spot', async () => {
+        const { room, header, commit } = await aggregate(0);
+        expect(header).toMatchObject({ total: 0, pageChecksums: [] });
+        expect((await commit()).spot).toMatchObject({ id: room, owner: nodeB });
+      });
+
+      test('bad aggregate input is a TypeError naming the field', async () => {
+        const base = { spot: spot('r'), expectedSpotAuthorityGeneration: 1, members: [], opId: op() };
+        await expect(location.stageAggregate({ ...base, relocationId: '0'.repeat(32) })).rejects.toThrow(/relocationId/);
+        const dup = { object: actor('a'), expectedAuthorityGeneration: 1 };
+        await expect(location.stageAggregate({ ...base, relocationId: relocationId(), members: [dup, dup] })).rejects.toThrow(/members\.1/);
+      });
+    });
+
+    describe('descriptors under owner leases', () => {
+      const descriptor = (nodeId: string, lifecycleGeneration: number, load = 0): NodeDescriptor => ({
+        nodeId,
+        lifecycleGeneration,
+        applicationVersion: 1,
+        state: FrameworkRuntimeState.Serving,
+        endpoints: { main: 'ws://127.0.0.1:1' },
+        types: [{ type: 'Counter', kind: 'actor', policy: 'preserve', adapter: 'json' }],
+        capacity: 10,
+        load,
+        weight: 1,
+      });
+      const mine = async (nodeId: string) => (await h.stores.descriptors.list()).filter((d) => d.nodeId === nodeId);
+
+      test('lifecycle generations are new for every run', async () => {
+        const nodeId = unique('node');
+        const first = await h.stores.descriptors.nextLifecycleGeneration(nodeId);
+        expect(await h.stores.descriptors.nextLifecycleGeneration(nodeId)).toBe(first + 1);
+      });
+
+      test('acquire, publish, renew, release', async () => {
+        const { descriptors } = h.stores;
+        const nodeId = unique('node');
+        const lease = await descriptors.acquire(descriptor(nodeId, 1), 10_000);
+        expect(lease).toMatchObject({ nodeId, lifecycleGeneration: 1 });
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 1)]);
+        expect(await descriptors.publish(lease, descriptor(nodeId, 1, 5))).toBe(true);
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 1, 5)]);
+        expect(await descriptors.renew(lease, 10_000)).toBe(true);
+        expect(await descriptors.renew({ ...lease, token: 'f'.repeat(32) }, 10_000)).toBe(false);
+        await descriptors.release(lease);
+        await descriptors.release(lease);
+        expect(await mine(nodeId)).toEqual([]);
+        expect(await descriptors.renew(lease, 10_000)).toBe(false);
+        expect(await descriptors.publish(lease, descriptor(nodeId, 1))).toBe(false);
+      });
+
+      test('an expired lease vanishes from list() and cannot be renewed', async () => {
+        const { descriptors } = h.stores;
+        const nodeId = unique('node');
+        const lease = await descriptors.acquire(descriptor(nodeId, 1), 60);
+        expect(await descriptors.renew(lease, 60)).toBe(true);
+        await h.advance(150);
+        expect(await mine(nodeId)).toEqual([]);
+        expect(await descriptors.renew(lease, 60)).toBe(false);
+      });
+
+      test('a newer run takes the lease over; an older run cannot', async () => {
+        const { descriptors } = h.stores;
+        const nodeId = unique('node');
+        const old = await descriptors.acquire(descriptor(nodeId, 1), 10_000);
+        const next = await descriptors.acquire(descriptor(nodeId, 2), 10_000);
+        expect(await descriptors.renew(old, 10_000)).toBe(false);
+        await expect(descriptors.acquire(descriptor(nodeId, 1), 10_000)).rejects.toThrow(LeaseHeldError);
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 2)]);
+        await descriptors.release(old);
+        expect(await mine(nodeId)).toHaveLength(1);
+        await descriptors.release(next);
+      });
+
+      test('bad descriptor input is a TypeError naming the field', async () => {
+        await expect(h.stores.descriptors.acquire({ ...descriptor('n', 1), capacity: -1 }, 1000)).rejects.toThrow(/capacity/);
+        await expect(h.stores.descriptors.nextLifecycleGeneration('')).rejects.toThrow(TypeError);
+      });
+    });
+
+    describe('relocation store (§9)', () => {
+      const creation = (spotId: string, nodeId: string) => ({
+        spotId,
+        type: 'Shard',
+        owner: { nodeId, lifecycleGeneration: 1 },
+        objectGeneration: 1,
+        createdAt: 1_700_000_000_000,
+      });
+
+      test('instance creation: first write wins; a replay of the winner still reports it won', async () => {
+        const { relocation } = h.stores;
+        const spotId = unique('shard');
+        const opId = op();
+        expect(await relocation.recordInstanceCreation(creation(spotId, 'node-a'), opId)).toBe(true);
+        expect(await relocation.recordInstanceCreation(creation(spotId, 'node-a'), opId)).toBe(true);
+        expect(await relocation.recordInstanceCreation(creation(spotId, 'node-b'), op())).toBe(false);
+        expect(await relocation.getInstanceCreation(spotId)).toEqual(creation(spotId, 'node-a'));
+        expect(await relocation.getInstanceCreation(unique('none'))).toBeUndefined();
+      });
+
+      test('request terminals: first write wins and expire after their TTL', async () => {
+        const { relocation } = h.stores;
+        const opId = op();
+        expect(await relocation.recordRequestTerminal(opId, { ok: true, value: { n: 3 } }, 80)).toBe(true);
+        expect(await relocation.recordRequestTerminal(opId, { ok: false, error: 'late' }, 80)).toBe(false);
+        expect(await relocation.getRequestTerminal(opId)).toEqual({ ok: true, value: { n: 3 } });
+        await h.advance(200);
+        expect(await relocation.getRequestTerminal(opId)).toBeUndefined();
+      });
+    });
+
+    test('ping answers', async () => {
+      await expect(h.stores.ping()).resolves.toBeUndefined();
+    });
+  });
+}

@@ -1,0 +1,127 @@
+/**
+ * One ioredis connection configured for §1.1 (a reply that does not come back is never taken as "failed"),
+ * plus the two ways this provider sends a command: `retrying` for commands that are safe to repeat, and
+ * `guarded` (guarded.ts) for writes that are not.
+ */
+import Redis, { ReplyError } from 'ioredis';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreUnavailableError } from '../types';
+import { defineScripts, runScript, type ScriptName } from './scripts';
+
+export interface RedisClientSettings {
+  readonly url: string;
+  /** A reply slower than this is treated as lost and resolved (§1.1). @default 2000 */
+  readonly commandTimeoutMs: number;
+  /** Attempts of a retried command, of a fenced write, and of the resolver after a lost reply. @default 6 */
+  readonly attempts: number;
+  /** First backoff delay between attempts; doubles each attempt (with jitter). @default 25 */
+  readonly backoffMs: number;
+  /** Longest delay between reconnect attempts; ioredis reconnects until close(). @default 1000 */
+  readonly reconnectMaxMs: number;
+  /** CLIENT SETNAME of the connection (operators, and fault tests, find it in CLIENT LIST). */
+  readonly connectionName?: string;
+}
+
+export class RedisClient {
+  readonly redis: Redis;
+  private connecting: Promise<void> | undefined;
+  private lastError: unknown;
+
+  constructor(readonly settings: RedisClientSettings) {
+    this.redis = new Redis(settings.url, {
+      // Bounds every command. A timed-out command may still run on the server later, so writes resolve a timeout
+      // through their op key (guarded.ts) instead of reporting failure.
+      commandTimeout: settings.commandTimeoutMs,
+      connectTimeout: Math.max(settings.commandTimeoutMs, 1000),
+      // A command is written now or fails now. A queued command would be written after reconnect, long after its
+      // caller's timeout fired and the resolver decided its outcome.
+      enableOfflineQueue: false,
+      // ioredis would re-send in-flight commands after a reconnect; a re-sent write could then apply after the
+      // resolver read "not applied". The fence makes that harmless, but not re-sending keeps outcomes simple.
+      autoResendUnfulfilledCommands: false,
+      // With 0 the close handler rejects in-flight commands at once on every disconnect (instead of holding them
+      // for 20 reconnect attempts), so the resolver starts immediately.
+      maxRetriesPerRequest: 0,
+      // Keep reconnecting for the life of the store (hosts are long-lived); calls fail fast meanwhile and
+      // surface StoreUnavailableError after their own bounded retries.
+      retryStrategy: (times) => Math.min(settings.reconnectMaxMs, 25 * 2 ** Math.min(times, 10)),
+      // Concurrent CASes issued in one tick go out in one write (DESIGN.md: batch target CASes per pipeline tick).
+      enableAutoPipelining: true,
+      // connect() is called by ready(), so a first connection failure is a rejected promise we map, not an event.
+      lazyConnect: true,
+      ...(settings.connectionName !== undefined && { connectionName: settings.connectionName }),
+    });
+    // ioredis emits 'error' on every failed (re)connect; without a listener Node would print or throw it.
+    this.redis.on('error', (error: unknown) => {
+      this.lastError = error;
+    });
+    defineScripts(this.redis);
+  }
+
+  /** Resolves when the connection is ready; rejects with StoreUnavailableError within about commandTimeoutMs. */
+  async ready(): Promise<void> {
+    if (this.redis.status === 'ready') return;
+    if (this.redis.status === 'wait') this.connecting ??= this.redis.connect().catch((error: unknown) => {
+      this.lastError = error;
+    });
+    if (this.redis.status === 'end') throw new StoreUnavailableError('redis store is closed');
+    let onReady = (): void => undefined;
+    const ready = new Promise<boolean>((resolve) => {
+      onReady = () => resolve(true);
+      this.redis.once('ready', onReady);
+    });
+    const timer = new AbortController();
+    // Resolves false when the wait expires; aborted (ignored) once the race is decided.
+    const expired = sleep(this.settings.commandTimeoutMs, false, { signal: timer.signal }).catch(() => false);
+    const isReady = await Promise.race([ready, expired]);
+    timer.abort();
+    this.redis.off('ready', onReady);
+    if (!isReady)
+      throw new StoreUnavailableError(`redis not reachable at ${this.settings.url}: ${describe(this.lastError)}`, false, { cause: this.lastError });
+  }
+
+  script(name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    return runScript(this.redis, name, keys, args);
+  }
+
+  /**
+   * For reads and for writes whose repetition is harmless (first-write-wins with a writer token, token-compare
+   * lease scripts, INCR where a skipped value is fine): retry with backoff, then StoreUnavailableError.
+   */
+  async retrying<T>(what: string, run: () => Promise<T>): Promise<T> {
+    let last: unknown;
+    for (let attempt = 0; attempt < this.settings.attempts; attempt++) {
+      if (attempt > 0) await this.backoff(attempt);
+      try {
+        await this.ready();
+        return await run();
+      } catch (error) {
+        if (error instanceof ReplyError) throw rejected(what, error as Error);
+        last = error;
+      }
+    }
+    throw new StoreUnavailableError(`${what}: no answer from redis after ${this.settings.attempts} attempts: ${describe(last)}`, false, { cause: last });
+  }
+
+  backoff(attempt: number): Promise<void> {
+    const delay = this.settings.backoffMs * 2 ** (attempt - 1);
+    return sleep(delay / 2 + Math.random() * (delay / 2));
+  }
+
+  async close(): Promise<void> {
+    if (this.redis.status === 'end' || this.redis.status === 'wait') {
+      this.redis.disconnect();
+      return;
+    }
+    await this.redis.quit().catch(() => this.redis.disconnect());
+  }
+}
+
+/** The server refused the command (script error, OOM, BUSY...): it did not run, so the outcome is definite. */
+export function rejected(what: string, error: Error): StoreUnavailableError {
+  return new StoreUnavailableError(`${what}: redis refused the command: ${error.message}`, false, { cause: error });
+}
+
+export function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error ?? 'unknown error');
+}

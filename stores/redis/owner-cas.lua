@@ -1,0 +1,39 @@
+-- Owner/membership CAS on the authority generation, for one or many independent records of ONE hash slot
+-- (casMany sends one call per slot group). KEYS[2i-1]: record key, KEYS[2i]: its op key. ARGV[1]: ttl ms,
+-- ARGV[1 + i]: change JSON { t = token, e = expected authority generation, n/g = new owner, m = membership given,
+-- sp/sw = new membership, to = key the record lives at afterwards }. One reply per entry, in order.
+local ttl = ARGV[1]
+
+local function cas(key, op_key, change)
+  local prior = op_prior(op_key, change.t)
+  if prior then return prior end
+  local raw = redis.call('GET', key)
+  local cur = raw and cjson.decode(raw)
+  -- Not recorded: nothing changed here; the provider follows the forward and retries with a new token.
+  if cur and cur.s == 'F' then return cjson.encode({ status = 'moved', to = cur.to, v = cur.v }) end
+  if not cur or cur.s ~= 'L' then return op_record(op_key, '{"status":"missing"}', ttl) end
+  if cur.ag ~= change.e then return op_record(op_key, cjson.encode({ status = 'conflict', v = cur }), ttl) end
+  if change.n then
+    cur.n = change.n
+    cur.g = change.g
+  end
+  if change.m then
+    cur.sp = change.sp
+    cur.sw = change.sw
+  end
+  cur.ag = cur.ag + 1
+  if change.to == key then
+    redis.call('SET', key, cjson.encode(cur))
+    return op_record(op_key, cjson.encode({ status = 'applied', v = cur }), ttl)
+  end
+  -- SpotWide membership changed: the record moves to another hash tag. Leave a forward carrying the new record;
+  -- the provider installs it at `to` (owner-install.lua), and any reader rolls it forward if that step was lost.
+  redis.call('SET', key, cjson.encode({ s = 'F', to = change.to, ag = cur.ag, v = cur }))
+  return op_record(op_key, cjson.encode({ status = 'applied', v = cur, to = change.to }), ttl)
+end
+
+local out = {}
+for i = 1, #KEYS / 2 do
+  out[i] = cas(KEYS[2 * i - 1], KEYS[2 * i], cjson.decode(ARGV[i + 1]))
+end
+return out

@@ -1,0 +1,222 @@
+/**
+ * Owner records on Redis: get, claim, CAS (single and many) and remove. A SpotWide member's record lives at a
+ * member key in its Spot's hash tag; its home key then holds a forward (records.ts). A membership change that
+ * moves a record between tags is two steps -- the CAS leaves a forward carrying the new record, then
+ * owner-install.lua writes it at the target -- and every reader or writer that meets a forward whose second
+ * step was lost rolls it forward first, so no step ever has to be guessed.
+ */
+import { StoreUnavailableError, type CasRequest, type CasResult, type ClaimRequest, type ClaimResult, type ObjectId, type OwnerRecord, type RemoveRequest } from '../types';
+import { casSchema, claimSchema, objectIdSchema, parse, removeSchema } from '../validation';
+import type { RedisContext } from './context';
+import { guarded } from './guarded';
+import { liveRecord, toRecord, type LiveValue, type OwnerReply, type SlotValue } from './records';
+import { hashSlot } from './slot';
+
+/** A record moves at most once per change, so a few hops cover a concurrent change; more means retry later. */
+const MAX_HOPS = 4;
+
+interface Located {
+  readonly key: string;
+  readonly value: LiveValue;
+}
+
+export class RedisOwnerRecords {
+  constructor(private readonly ctx: RedisContext) {}
+
+  async get(object: ObjectId): Promise<OwnerRecord | undefined> {
+    return liveRecord((await this.locate(parse(objectIdSchema, object, 'get')))?.value);
+  }
+
+  async getMany(objects: readonly ObjectId[]): Promise<(OwnerRecord | undefined)[]> {
+    objects.forEach((object, index) => parse(objectIdSchema, object, `getMany[${index}]`));
+    const { client, keys } = this.ctx;
+    const raw = await client.retrying('getMany', () => Promise.all(objects.map((object) => client.redis.get(keys.home(object)))));
+    return Promise.all(
+      raw.map((text, index) => {
+        const value = decode(text);
+        return value?.s === 'F' ? this.get(objects[index]!) : liveRecord(value);
+      }),
+    );
+  }
+
+  async claim(request: ClaimRequest): Promise<ClaimResult> {
+    const req = parse(claimSchema, request, 'claim');
+    const { client, keys, opTtlMs } = this.ctx;
+    const home = keys.home(req.object);
+    const opKey = keys.op(home, req.opId);
+    const to = req.object.kind === 'actor' ? keys.placement(req.object.id, req.spot, req.spotWide) : home;
+    const value = JSON.stringify({
+      s: 'L',
+      k: req.object.kind,
+      id: req.object.id,
+      t: req.type,
+      n: req.owner.nodeId,
+      g: req.owner.lifecycleGeneration,
+      ...(req.spot !== undefined && { sp: req.spot }),
+      ...(req.spotWide && { sw: true }),
+    });
+    for (let hop = 0; hop < MAX_HOPS; hop++) {
+      const [text] = await guarded(client, 'claim', opTtlMs, [opKey], (_, [token]) =>
+        client.script('ownerClaim', [home, opKey], [opTtlMs, token!, value, to]),
+      );
+      const reply = JSON.parse(text!) as OwnerReply;
+      if (reply.status === 'moved') {
+        // The object exists as a SpotWide member (or its removal has not reached home yet): read where it is.
+        const found = await this.locate(req.object);
+        if (found) return { applied: false, record: toRecord(found.value) };
+        continue;
+      }
+      if (reply.to) await this.install(reply.to, reply.v!, req.opId, text!);
+      return { applied: reply.status === 'created', record: toRecord(reply.v as LiveValue) };
+    }
+    throw moving(req.object);
+  }
+
+  async cas(request: CasRequest): Promise<CasResult> {
+    return (await this.casAll([parse(casSchema, request, 'cas')]))[0]!;
+  }
+
+  async casMany(requests: readonly CasRequest[]): Promise<CasResult[]> {
+    return this.casAll(requests.map((request, index) => parse(casSchema, request, `casMany[${index}]`)));
+  }
+
+  async remove(request: RemoveRequest): Promise<CasResult> {
+    const req = parse(removeSchema, request, 'remove');
+    const { client, keys, opTtlMs } = this.ctx;
+    const home = keys.home(req.object);
+    let key = home;
+    for (let hop = 0; hop < MAX_HOPS; hop++) {
+      const opKey = keys.op(key, req.opId);
+      const [text] = await guarded(client, 'remove', opTtlMs, [opKey], (_, [token]) =>
+        client.script('ownerRemove', [key, opKey], [opTtlMs, token!, req.expectedAuthorityGeneration, home]),
+      );
+      const reply = JSON.parse(text!) as OwnerReply;
+      if (reply.status === 'moved') {
+        await this.rollForward(reply);
+        key = reply.to!;
+        continue;
+      }
+      if (reply.to) await this.install(reply.to, reply.v!, req.opId, text!);
+      return casResult(reply);
+    }
+    throw moving(req.object);
+  }
+
+  /**
+   * One guarded script call per hash slot group, all issued together (auto-pipelined into one write).
+   * Entries that meet a forward follow it in the next hop.
+   */
+  private async casAll(requests: readonly CasRequest[]): Promise<CasResult[]> {
+    const { client, keys, opTtlMs } = this.ctx;
+    const results: CasResult[] = new Array(requests.length);
+    let pending = requests.map((request, index) => ({ index, key: keys.home(request.object) }));
+    for (let hop = 0; hop < MAX_HOPS && pending.length > 0; hop++) {
+      const next: typeof pending = [];
+      await Promise.all(
+        [...groupBy(pending, (entry) => hashSlot(entry.key)).values()].map(async (group) => {
+          const opKeys = group.map((entry) => keys.op(entry.key, requests[entry.index]!.opId));
+          const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, tokens) =>
+            client.script(
+              'ownerCas',
+              indices.flatMap((i) => [group[i]!.key, opKeys[i]!]),
+              [opTtlMs, ...indices.map((i, n) => this.change(requests[group[i]!.index]!, group[i]!.key, tokens[n]!))],
+            ),
+          );
+          for (const [n, text] of replies.entries()) {
+            const entry = group[n]!;
+            const reply = JSON.parse(text) as OwnerReply;
+            if (reply.status === 'moved') {
+              await this.rollForward(reply);
+              next.push({ index: entry.index, key: reply.to! });
+              continue;
+            }
+            if (reply.to) await this.install(reply.to, reply.v!, requests[entry.index]!.opId, text);
+            results[entry.index] = casResult(reply);
+          }
+        }),
+      );
+      pending = next;
+    }
+    if (pending.length > 0) throw moving(requests[pending[0]!.index]!.object);
+    return results;
+  }
+
+  /** The change JSON owner-cas.lua applies; `to` is where the record lives afterwards. */
+  private change(request: CasRequest, key: string, token: string): string {
+    const membership = request.spot !== undefined;
+    const to = membership ? this.ctx.keys.placement(request.object.id, request.spot ?? undefined, request.spotWide) : key;
+    return JSON.stringify({
+      t: token,
+      e: request.expectedAuthorityGeneration,
+      ...(request.owner && { n: request.owner.nodeId, g: request.owner.lifecycleGeneration }),
+      ...(membership && { m: true, ...(request.spot !== null && { sp: request.spot }), ...(request.spotWide && { sw: true }) }),
+      to,
+    });
+  }
+
+  /** Follows forwards from the home key to the live record, rolling a lost install step forward on the way. */
+  private async locate(object: ObjectId): Promise<Located | undefined> {
+    let key = this.ctx.keys.home(object);
+    let value = await this.read(key);
+    for (let hop = 0; hop < MAX_HOPS; hop++) {
+      if (value?.s !== 'F') return value?.s === 'L' ? { key, value } : undefined;
+      const target = await this.read(value.to);
+      if (target?.s === 'F' && target.ag > value.ag) {
+        key = value.to; // it moved on again (left the Spot, or to another one): follow
+        value = target;
+      } else if (target && target.s !== 'F' && target.ag >= value.ag) {
+        return target.s === 'L' ? { key: value.to, value: target } : undefined;
+      } else {
+        await this.rollForward(value);
+      }
+    }
+    throw moving(object);
+  }
+
+  private async read(key: string): Promise<SlotValue | undefined> {
+    const { client } = this.ctx;
+    return decode(await client.retrying('get', () => client.redis.get(key)));
+  }
+
+  private rollForward(forward: { readonly to?: string; readonly v?: SlotValue }): Promise<void> {
+    return this.install(forward.to!, forward.v!, 'roll-forward', '');
+  }
+
+  /**
+   * Second step of a move. Idempotent (it only replaces older generations), so it is retried, not guarded. If it
+   * still fails, the move has applied anyway: the forward carries the record and the next reader installs it.
+   */
+  private async install(to: string, value: SlotValue, opId: string, result: string): Promise<void> {
+    const { client, keys, opTtlMs } = this.ctx;
+    await client
+      .retrying('install', () => client.script('ownerInstall', [to, keys.op(to, opId)], [JSON.stringify(value), result, opTtlMs]))
+      .catch((error: unknown) => {
+        if (!(error instanceof StoreUnavailableError)) throw error;
+      });
+  }
+}
+
+function decode(text: string | null): SlotValue | undefined {
+  return text === null ? undefined : (JSON.parse(text) as SlotValue);
+}
+
+function casResult(reply: OwnerReply): CasResult {
+  if (reply.status === 'applied') return { status: 'applied', ...(reply.v?.s === 'L' && { record: toRecord(reply.v) }) };
+  if (reply.status === 'conflict') return { status: 'conflict', record: toRecord(reply.v as LiveValue) };
+  return { status: 'missing' };
+}
+
+function moving(object: ObjectId): StoreUnavailableError {
+  return new StoreUnavailableError(`record of ${object.kind} '${object.id}' kept moving between hash tags; retry`);
+}
+
+function groupBy<T>(items: readonly T[], keyOf: (item: T) => number): Map<number, T[]> {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const key = keyOf(item);
+    const group = groups.get(key);
+    if (group) group.push(item);
+    else groups.set(key, [item]);
+  }
+  return groups;
+}

@@ -1,0 +1,133 @@
+/**
+ * Request validation shared by both providers: a zod schema per request type. Bad input is a caller bug, so it
+ * throws TypeError naming the field before anything is written (task rule; mirrors RelocationArgumentError).
+ */
+import { z } from 'zod';
+
+/**
+ * Generations stay below 2^46: Redis Lua numbers are doubles printed with 14 significant digits (cjson and
+ * tostring), so larger integers would not survive a round trip through a script.
+ */
+export const MAX_GENERATION = 2 ** 46;
+
+const id = z.string().min(1).max(4096);
+const generation = z.number().int().min(0).max(MAX_GENERATION);
+const opId = z.string().min(1).max(256);
+const kind = z.enum(['actor', 'spot']);
+
+export const objectIdSchema = z.object({ kind, id }).strict();
+export const nodeRefSchema = z.object({ nodeId: id, lifecycleGeneration: generation }).strict();
+
+/** Membership fields are Actor-only, and spotWide only means something together with the spot it describes. */
+function membershipRules(value: { object: { kind: string }; spot?: string | null; spotWide?: boolean }, ctx: z.RefinementCtx): void {
+  if (value.object.kind === 'spot' && (value.spot !== undefined || value.spotWide !== undefined))
+    ctx.addIssue({ code: 'custom', path: ['spot'], message: 'applies to actors only' });
+  if (value.spotWide !== undefined && value.spot === undefined)
+    ctx.addIssue({ code: 'custom', path: ['spotWide'], message: 'is only read together with spot' });
+  if (value.spotWide === true && value.spot === null)
+    ctx.addIssue({ code: 'custom', path: ['spotWide'], message: 'true needs the spot id it describes, not null' });
+}
+
+export const claimSchema = z
+  .object({ object: objectIdSchema, type: id, owner: nodeRefSchema, opId, spot: id.optional(), spotWide: z.boolean().optional() })
+  .strict()
+  .superRefine(membershipRules);
+
+export const casSchema = z
+  .object({
+    object: objectIdSchema,
+    opId,
+    expectedAuthorityGeneration: generation,
+    owner: nodeRefSchema.optional(),
+    spot: id.nullable().optional(),
+    spotWide: z.boolean().optional(),
+  })
+  .strict()
+  .superRefine(membershipRules);
+
+export const removeSchema = z.object({ object: objectIdSchema, opId, expectedAuthorityGeneration: generation }).strict();
+
+/** §10.3: a non-zero 128-bit id as 32 hex digits. */
+const relocationId = z
+  .string()
+  .regex(/^[0-9a-f]{32}$/, 'must be 32 lowercase hex digits')
+  .refine((value) => !/^0+$/.test(value), 'must be non-zero');
+const spotObject = objectIdSchema.refine((value) => value.kind === 'spot', 'must be a spot');
+
+export const stageSchema = z
+  .object({
+    relocationId,
+    spot: spotObject,
+    expectedSpotAuthorityGeneration: generation,
+    members: z.array(
+      z
+        .object({
+          object: objectIdSchema.refine((value) => value.kind === 'actor', 'SpotWide members are actors'),
+          expectedAuthorityGeneration: generation,
+        })
+        .strict(),
+    ),
+    opId,
+  })
+  .strict()
+  .superRefine((value, ctx) => {
+    const seen = new Set<string>();
+    value.members.forEach((member, index) => {
+      if (seen.has(member.object.id)) ctx.addIssue({ code: 'custom', path: ['members', index, 'object', 'id'], message: 'duplicate member' });
+      seen.add(member.object.id);
+    });
+  });
+
+const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'must be a sha256 hex digest');
+export const headerSchema = z
+  .object({ relocationId, total: z.number().int().min(0), pageChecksums: z.array(sha256Hex) })
+  .strict();
+export const commitSchema = z
+  .object({ relocationId, spot: spotObject, owner: nodeRefSchema, opId, header: headerSchema })
+  .strict();
+export const discardSchema = z.object({ relocationId, spot: spotObject }).strict();
+
+const capability = z
+  .object({
+    type: id,
+    kind: z.enum(['actor', 'user', 'instance']),
+    policy: z.enum(['preserve', 'recreate', 'disable']),
+    adapter: z.string().optional(),
+    executionMode: z.enum(['SpotWide', 'PerActor']).optional(),
+  })
+  .strict();
+const count = z.number().int().min(0);
+export const descriptorSchema = z
+  .object({
+    nodeId: id,
+    lifecycleGeneration: generation,
+    applicationVersion: count,
+    state: z.number().int().min(0).max(6),
+    endpoints: z.record(z.string(), z.string()),
+    types: z.array(capability),
+    capacity: count,
+    load: count,
+    weight: z.number().min(0),
+    maintenanceWave: z.string().optional(),
+  })
+  .strict();
+export const leaseSchema = z.object({ nodeId: id, lifecycleGeneration: generation, token: z.string().min(16) }).strict();
+export const leaseMsSchema = z.number().int().min(1);
+export const nodeIdSchema = id;
+
+export const instanceCreationSchema = z
+  .object({ spotId: id, type: id, owner: nodeRefSchema, objectGeneration: generation, createdAt: z.number().int().min(0) })
+  .strict();
+export const terminalSchema = z.object({ ok: z.boolean(), value: z.unknown().optional(), error: z.string().optional() }).strict();
+export const opIdSchema = opId;
+export const ttlMsSchema = z.number().int().min(1);
+export const spotIdSchema = id;
+
+/** Parses or throws TypeError("<what>: field '<path>' <rule>"). */
+export function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.join('.') : '(value)';
+  throw new TypeError(`${what}: field '${field}' ${issue.message}`);
+}
