@@ -1,0 +1,26 @@
+import type { NodeRef } from '../stores/types';
+import type { ObjectKey } from './keys';
+
+/**
+ * One application message as it travels (§12): its operation identity and the ObjectGeneration it was
+ * addressed to are kept through holds, relays and Message Follow, so it is processed at most once and never
+ * by a re-created object of the same id.
+ */
+export interface Envelope {
+  /** Operation identity (node:crypto randomUUID). */
+  readonly id: string;
+  readonly to: ObjectKey;
+  /** ObjectGeneration the sender resolved; 0 = not yet known (first message to an Instance Spot). */
+  readonly gen: number;
+  readonly body: unknown;
+  /** Node that accepted the call; replies go here. */
+  readonly from: NodeRef;
+  /** Present for requests: the caller waits for exactly one terminal. */
+  readonly req?: 1;
+  /** Instance Spot type, when the message may create the Spot (§10.4: only by a first message). */
+  readonly place?: string;
+  /** Hops through Message Follow / bounce re-routing; bounded so a stale route cannot loop. */
+  readonly hops?: number;
+}
+
+export const MAX_HOPS = 8;

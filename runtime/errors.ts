@@ -1,0 +1,91 @@
+/**
+ * Error classes of the public surface. Each names what to change (STYLE.md): argument errors name the field
+ * and the rule; request terminals say which of the four endings happened (§15: reply, error, timeout, shutdown).
+ */
+
+/** Invalid RelocationOptions (§2.1). Thrown before any state or admission change. */
+export class RelocationArgumentError extends TypeError {
+  override readonly name = 'RelocationArgumentError';
+  constructor(
+    /** The offending field, e.g. `targetApplicationVersion`. */
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** Any other public call given a wrong type or value. Nothing changed. */
+export class ArgumentError extends TypeError {
+  override readonly name = 'ArgumentError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+/** Caller cancellation through AbortSignal: ends only that caller's wait (§6). */
+export class AbortError extends Error {
+  override readonly name = 'AbortError';
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+/** The host's current state does not admit this work (§15). */
+export class AdmissionError extends Error {
+  override readonly name = 'AdmissionError';
+  constructor(
+    readonly state: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A request's terminal other than a reply. */
+export class RequestError extends Error {
+  override readonly name: string = 'RequestError';
+  constructor(
+    readonly kind: 'timeout' | 'shutdown' | 'handler' | 'unavailable' | 'not-found' | 'stale-generation',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Thrown into a request whose handler threw; the message is the handler error's message. */
+export class RemoteHandlerError extends RequestError {
+  override readonly name = 'RemoteHandlerError';
+  constructor(message: string) {
+    super('handler', message);
+  }
+}
+
+export function abortReason(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof AbortError) return reason;
+  return new AbortError(reason instanceof Error ? reason.message : 'The operation was aborted', { cause: reason });
+}
+
+/** Resolves or rejects like `promise`, but rejects with AbortError as soon as `signal` aborts. */
+export function raceAbort<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return promise;
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

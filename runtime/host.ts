@@ -1,0 +1,576 @@
+/**
+ * The host: a FrameworkRuntime (API.md). Wires the lifecycle, shutdown and relocation machines to the stores,
+ * the transport and the Object Server. The host's state changes only through the lifecycle machine.
+ */
+import { createActor, fromPromise, type Actor } from 'xstate';
+import { hostLifecycleMachine, type HostLifecycleEvent, type HostLifecycleStateName } from '../machines/host-lifecycle.machine';
+import { shutdownMachine } from '../machines/shutdown.machine';
+import type { NodeDescriptor, NodeRef, OwnerLease, Stores } from '../stores/types';
+import { createTransport } from '../transport';
+import type { PeerInfo, Transport } from '../transport/types';
+import { systemClock, type Clock } from './clock';
+import type { ObjectRef, RequestOptions } from './context';
+import { AdmissionError, ArgumentError, raceAbort, RequestError } from './errors';
+import { checkId, keyOfRef, nodeKey, sameNode } from './keys';
+import { ObjectServer, type Terminal } from './objects';
+import {
+  checkSignal,
+  parseRelocationOptions,
+  parseRuntimeOptions,
+  parseShutdownOptions,
+  type LogFn,
+  type ResolvedRuntimeOptions,
+  type RuntimeOptions,
+} from './options';
+import { RelocationCoordinator, type RelocationDiagnostics } from './relocation/coordinator';
+import { Router } from './router';
+import { StatusPublisher, type HostEventListener, type HostEventName } from './status';
+import { telemetry } from './telemetry';
+import type { RelocationOptions, RelocationResult, RuntimeStatus, TerminationResult } from './types';
+import { FrameworkRuntimeState, TerminationOutcome, TerminationReason } from './wire';
+import type { ObjectDefinition } from './definitions';
+import { describeTypes } from './relocation/compatibility';
+
+export interface FrameworkRuntime {
+  readonly nodeId: string;
+  readonly lifecycleGeneration: number;
+  readonly applicationVersion: number;
+  readonly status: RuntimeStatus;
+  observe(opts?: { signal?: AbortSignal }): AsyncIterable<RuntimeStatus>;
+  relocate(options: RelocationOptions, opts?: { signal?: AbortSignal }): Promise<RelocationResult>;
+  shutdown(opts?: { deadlineMs?: number; signal?: AbortSignal }): Promise<TerminationResult>;
+  diagnostics(opts?: { limit?: number }): RelocationDiagnostics;
+  createActor(type: string, id: string, options?: { spot?: string }): Promise<void>;
+  createSpot(type: string, id: string): Promise<void>;
+  join(actorId: string, spotId: string): Promise<void>;
+  leave(actorId: string): Promise<void>;
+  send(to: ObjectRef, message: unknown): void;
+  request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
+  locate(ref: ObjectRef): Promise<NodeRef | undefined>;
+  /** §16 events: 'zlink.runtime.host.relocation_changed' and 'zlink.runtime.host.termination_changed'. */
+  on(event: HostEventName, listener: HostEventListener): () => void;
+  /** Manual topology (§4): registering one makes Relocate end Blocked/ManualTopologyUnsupported. */
+  registerManualPeer(mesh: string, endpoint: string): void;
+}
+
+const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
+  Preparing: FrameworkRuntimeState.Preparing,
+  Serving: FrameworkRuntimeState.Serving,
+  Relocating: FrameworkRuntimeState.Relocating,
+  Relocated: FrameworkRuntimeState.Relocated,
+  Draining: FrameworkRuntimeState.Draining,
+  Stopped: FrameworkRuntimeState.Stopped,
+  Error: FrameworkRuntimeState.Error,
+};
+
+const defaultLog: LogFn = (level, message, error) => {
+  // eslint-disable-next-line no-console
+  (level === 'error' ? console.error : console.warn)(`[zlink] ${message}`, ...(error === undefined ? [] : [error]));
+};
+
+export class Host implements FrameworkRuntime {
+  readonly nodeId: string;
+  readonly applicationVersion: number;
+  lifecycleGeneration = 0;
+  readonly clock: Clock;
+  readonly options: ResolvedRuntimeOptions;
+  readonly stores: Stores;
+  readonly log: LogFn;
+  readonly types: ReadonlyMap<string, ObjectDefinition>;
+  readonly objects: ObjectServer;
+  readonly router: Router;
+  readonly relocation: RelocationCoordinator;
+  transport: Transport | undefined;
+  lease: OwnerLease | undefined;
+  endpoints: Record<string, string> = {};
+  /** Latest descriptor list read from the store (discovery and placement). */
+  descriptorSnapshot: NodeDescriptor[] = [];
+
+  private readonly lifecycle: Actor<typeof hostLifecycleMachine>;
+  private readonly publisher: StatusPublisher;
+  private shutdownPromise: Promise<TerminationResult> | undefined;
+  private renewTimer: unknown;
+  private discoveryTimer: unknown;
+  private lastRenewAt = 0;
+  private peerWaiters = new Set<() => void>();
+  private loopsStopped = false;
+
+  constructor(options: ResolvedRuntimeOptions) {
+    this.options = options;
+    this.nodeId = options.nodeId;
+    this.applicationVersion = options.applicationVersion;
+    this.clock = options.clock ?? systemClock;
+    this.stores = options.stores;
+    this.log = options.log ?? defaultLog;
+    this.types = new Map(options.types.map((t) => [t.type, t]));
+    this.publisher = new StatusPublisher({ state: FrameworkRuntimeState.Preparing, isReady: false, safeToShutdown: false });
+    this.lifecycle = createActor(hostLifecycleMachine, { clock: this.clock, inspect: options.inspect as never });
+    this.lifecycle.subscribe((snapshot) => {
+      const state = STATE_OF[snapshot.value as HostLifecycleStateName];
+      if (state !== this.publisher.current.state) {
+        telemetry.hostState(state);
+        this.publisher.publish({ state });
+      }
+    });
+    this.lifecycle.start();
+    this.objects = new ObjectServer({
+      self: this.selfRefProxy(),
+      clock: this.clock,
+      location: this.stores.location,
+      relocationStore: this.stores.relocation,
+      types: this.types,
+      reply: (env, terminal) => this.router.reply(env, terminal),
+      send: (to, message) => this.send(to, message),
+      request: (to, message, opts) => this.request(to, message, opts),
+      log: this.log,
+    });
+    this.router = new Router({
+      self: this.selfRefProxy(),
+      clock: this.clock,
+      location: this.stores.location,
+      objects: this.objects,
+      transport: () => this.transport,
+      instanceTypeFor: (ref) => this.instanceTypeFor(ref),
+      canPlaceInstances: () => this.state === FrameworkRuntimeState.Serving,
+      placementNode: (type) => this.placementNode(type),
+      inboundRefusal: () => this.inboundRefusal(),
+      staging: (key) => this.relocation.staging(key),
+      onControl: (from, message) => this.relocation.onControl(from, message),
+      connectWaitMs: Math.max(1000, options.timing.leaseMs),
+      requestDiscovery: () => void this.discover(),
+      log: this.log,
+    });
+    this.relocation = new RelocationCoordinator(this);
+  }
+
+  /** The NodeRef of this run; the generation is known once start() read it from the store. */
+  private selfRefProxy(): NodeRef {
+    const host = this;
+    return {
+      get nodeId() {
+        return host.nodeId;
+      },
+      get lifecycleGeneration() {
+        return host.lifecycleGeneration;
+      },
+    };
+  }
+
+  get self(): NodeRef {
+    return { nodeId: this.nodeId, lifecycleGeneration: this.lifecycleGeneration };
+  }
+
+  get state(): FrameworkRuntimeState {
+    return this.publisher.current.state;
+  }
+
+  get status(): RuntimeStatus {
+    return this.publisher.current;
+  }
+
+  /** The only way the host state changes. */
+  transition(event: HostLifecycleEvent['type']): boolean {
+    const before = this.lifecycle.getSnapshot();
+    if (!before.can({ type: event } as HostLifecycleEvent)) return false;
+    this.lifecycle.send({ type: event } as HostLifecycleEvent);
+    return true;
+  }
+
+  publish(patch: Partial<RuntimeStatus>): void {
+    this.publisher.publish(patch);
+  }
+
+  // ── startup ────────────────────────────────────────────────────────────────────────────
+
+  async start(): Promise<void> {
+    try {
+      this.lifecycleGeneration = await this.stores.descriptors.nextLifecycleGeneration(this.nodeId);
+      const factory = this.options.transport ?? createTransport;
+      this.transport = factory({
+        self: { ...this.self, applicationVersion: this.applicationVersion },
+        meshes: this.options.meshes,
+        inFlightPayloadBudgetBytes: this.options.inFlightPayloadBudgetBytes,
+        handlers: {
+          onMessage: this.router.onMessage,
+          onPayload: (from, id, result) => this.relocation.onPayload(from, id, result),
+          onPeer: (peer) => this.onPeer(peer),
+        },
+      });
+      this.endpoints = await this.transport.start();
+      this.lease = await this.stores.descriptors.acquire(this.descriptor(FrameworkRuntimeState.Preparing), this.options.timing.leaseMs);
+      this.lastRenewAt = this.clock.now();
+      this.scheduleRenew();
+      await this.discover();
+      this.scheduleDiscovery();
+      await this.publishDescriptor(FrameworkRuntimeState.Serving);
+      this.transition('COMPONENTS_READY');
+    } catch (error) {
+      this.transition('STARTUP_FAILED');
+      // Bounded cleanup of whatever started (Error → Draining → Stopped).
+      await this.shutdown({ deadlineMs: 5000 }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  descriptor(state: FrameworkRuntimeState): NodeDescriptor {
+    return {
+      nodeId: this.nodeId,
+      lifecycleGeneration: this.lifecycleGeneration,
+      applicationVersion: this.applicationVersion,
+      state,
+      endpoints: this.endpoints,
+      types: describeTypes(this.options.types),
+      capacity: this.options.capacity,
+      load: this.objects.size + this.relocation.inboundObjects,
+      weight: this.options.weight,
+      ...(this.options.maintenanceWave !== undefined ? { maintenanceWave: this.options.maintenanceWave } : {}),
+    };
+  }
+
+  /** Writes the descriptor under the owner lease; false when the lease is not held. */
+  async publishDescriptor(state: FrameworkRuntimeState): Promise<boolean> {
+    if (!this.lease) return false;
+    return this.stores.descriptors.publish(this.lease, this.descriptor(state));
+  }
+
+  private scheduleRenew(): void {
+    if (this.loopsStopped) return;
+    const every = Math.max(10, Math.floor(this.options.timing.leaseMs / 3));
+    this.renewTimer = this.clock.setTimeout(() => void this.renew().finally(() => this.scheduleRenew()), every);
+  }
+
+  /** §14: the lease keeps renewing through Draining, until cleanup releases it. */
+  private async renew(): Promise<void> {
+    if (!this.lease || this.loopsStopped) return;
+    try {
+      const held = await this.stores.descriptors.renew(this.lease, this.options.timing.leaseMs);
+      if (held) {
+        this.lastRenewAt = this.clock.now();
+        return;
+      }
+      this.log('error', `owner lease of ${this.nodeId}#${this.lifecycleGeneration} was lost`);
+      this.transition('RUNTIME_ERROR');
+    } catch (error) {
+      if (this.clock.now() - this.lastRenewAt >= this.options.timing.leaseMs) {
+        this.log('error', 'owner lease could not be renewed before it expired', error);
+        this.transition('RUNTIME_ERROR');
+      }
+    }
+  }
+
+  private scheduleDiscovery(): void {
+    if (this.loopsStopped) return;
+    this.discoveryTimer = this.clock.setTimeout(() => void this.discover().finally(() => this.scheduleDiscovery()), this.options.timing.discoveryIntervalMs);
+  }
+
+  /** Automatic discovery: peers come from Store descriptors (§4 topology). */
+  async discover(): Promise<NodeDescriptor[]> {
+    try {
+      const list = await this.stores.descriptors.list();
+      this.descriptorSnapshot = list;
+      this.transport?.updatePeers(list.filter((d) => !(d.nodeId === this.nodeId && d.lifecycleGeneration === this.lifecycleGeneration)));
+      this.wakePeerWaiters();
+      return list;
+    } catch (error) {
+      this.log('warn', 'descriptor discovery failed', error);
+      return this.descriptorSnapshot;
+    }
+  }
+
+  private onPeer(peer: PeerInfo): void {
+    if (peer.state === 'Ready' && this.transport?.isReadyOnEveryMesh(peer)) this.router.onPeerReady(peer);
+    this.relocation.onPeer(peer);
+    this.wakePeerWaiters();
+  }
+
+  /** Resolves on the next discovery or peer-table change (target selection waits on this, §5.1). */
+  nextTopologyChange(signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.peerWaiters.delete(done);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.peerWaiters.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private wakePeerWaiters(): void {
+    for (const w of [...this.peerWaiters]) w();
+  }
+
+  // ── admission (§15) ──────────────────────────────────────────────────────────────────────
+
+  private requireServing(what: string): void {
+    const state = this.state;
+    if (state !== FrameworkRuntimeState.Serving) {
+      const name = Object.keys(FrameworkRuntimeState).find((k) => FrameworkRuntimeState[k as keyof typeof FrameworkRuntimeState] === state)!;
+      throw new AdmissionError(name, `${what} is not admitted while the host is ${name} (§15: new owner and membership admission is closed)`);
+    }
+  }
+
+  private inboundRefusal(): Terminal | undefined {
+    const state = this.state;
+    if (state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped)
+      return { ok: false, kind: 'shutdown', error: 'the host is shutting down (§15: new payload is rejected)' };
+    return undefined;
+  }
+
+  private outboundRefusal(): Error | undefined {
+    const state = this.state;
+    if (state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped)
+      return new RequestError('shutdown', 'the host is shutting down (§15: new requests end with a shutdown result)');
+    if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Error)
+      return new RequestError('unavailable', 'the host is not ready');
+    return undefined;
+  }
+
+  private instanceTypeFor(ref: ObjectRef): string | undefined {
+    if ('type' in ref && ref.type) {
+      const def = this.types.get(ref.type);
+      return def?.kind === 'instance' ? ref.type : undefined;
+    }
+    let only: string | undefined;
+    for (const def of this.types.values()) {
+      if (def.kind !== 'instance') continue;
+      if (only) return undefined; // ambiguous: the ref must name its type
+      only = def.type;
+    }
+    return only;
+  }
+
+  private placementNode(type: string): NodeRef | undefined {
+    const candidates = this.descriptorSnapshot.filter(
+      (d) =>
+        d.state === FrameworkRuntimeState.Serving &&
+        d.types.some((t) => t.type === type && t.kind === 'instance') &&
+        !sameNode(d, this.self) &&
+        this.transport?.isReadyOnEveryMesh(d),
+    );
+    candidates.sort((a, b) => b.weight - a.weight || a.load - b.load || a.nodeId.localeCompare(b.nodeId));
+    const best = candidates[0];
+    return best ? { nodeId: best.nodeId, lifecycleGeneration: best.lifecycleGeneration } : undefined;
+  }
+
+  // ── application objects ──────────────────────────────────────────────────────────────────
+
+  async createActor(type: string, id: string, options?: { spot?: string }): Promise<void> {
+    checkId(type, 'type');
+    checkId(id, 'id');
+    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ArgumentError('options', 'must be an object');
+    if (options?.spot !== undefined) checkId(options.spot, 'options.spot');
+    this.requireServing('createActor');
+    await this.objects.createActor(type, id, options?.spot);
+  }
+
+  async createSpot(type: string, id: string): Promise<void> {
+    checkId(type, 'type');
+    checkId(id, 'id');
+    this.requireServing('createSpot');
+    await this.objects.createSpot(type, id);
+  }
+
+  async join(actorId: string, spotId: string): Promise<void> {
+    checkId(actorId, 'actorId');
+    checkId(spotId, 'spotId');
+    this.requireServing('join');
+    await this.objects.join(actorId, spotId);
+  }
+
+  async leave(actorId: string): Promise<void> {
+    checkId(actorId, 'actorId');
+    this.requireServing('leave');
+    await this.objects.leave(actorId);
+  }
+
+  send(to: ObjectRef, message: unknown): void {
+    keyOfRef(to);
+    const refusal = this.outboundRefusal();
+    if (refusal) throw refusal;
+    this.router.send(to, message);
+  }
+
+  request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown> {
+    try {
+      keyOfRef(to);
+      if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ArgumentError('options', 'must be an object');
+      if (options?.timeoutMs !== undefined && (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0))
+        throw new ArgumentError('options.timeoutMs', 'must be a number of milliseconds greater than 0');
+      checkSignal(options?.signal, 'options.signal');
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const refusal = this.outboundRefusal();
+    if (refusal) return Promise.reject(refusal);
+    return this.router.request(to, message, options);
+  }
+
+  async locate(ref: ObjectRef): Promise<NodeRef | undefined> {
+    const key = keyOfRef(ref, 'ref');
+    const record = await this.stores.location.get({ kind: key[0] === 'a' ? 'actor' : 'spot', id: key.slice(2) });
+    return record ? { nodeId: record.owner.nodeId, lifecycleGeneration: record.owner.lifecycleGeneration } : undefined;
+  }
+
+  registerManualPeer(mesh: string, endpoint: string): void {
+    checkId(mesh, 'mesh');
+    checkId(endpoint, 'endpoint');
+    if (!this.options.meshes.some((m) => m.name === mesh)) throw new ArgumentError('mesh', `this host has no mesh '${mesh}'`);
+    this.transport?.registerManualPeer(mesh, endpoint);
+  }
+
+  on(event: HostEventName, listener: HostEventListener): () => void {
+    if (typeof listener !== 'function') throw new ArgumentError('listener', 'must be a function');
+    return this.publisher.on(event, listener);
+  }
+
+  observe(opts?: { signal?: AbortSignal }): AsyncIterable<RuntimeStatus> {
+    if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new ArgumentError('options', 'must be an object');
+    return this.publisher.observe(checkSignal(opts?.signal));
+  }
+
+  diagnostics(opts?: { limit?: number }): RelocationDiagnostics {
+    const limit = opts?.limit ?? 20;
+    if (!Number.isInteger(limit) || limit < 0) throw new ArgumentError('limit', 'must be a non-negative integer');
+    return this.relocation.diagnostics(limit);
+  }
+
+  // ── Relocate (§2, §6) ────────────────────────────────────────────────────────────────────
+
+  relocate(options: RelocationOptions, opts?: { signal?: AbortSignal }): Promise<RelocationResult> {
+    try {
+      const parsed = parseRelocationOptions(options, this.applicationVersion);
+      if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new ArgumentError('opts', 'must be an object');
+      const signal = checkSignal(opts?.signal, 'opts.signal');
+      return raceAbort(this.relocation.relocate(parsed), signal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  // ── Shutdown (§14) ──────────────────────────────────────────────────────────────────────
+
+  shutdown(opts?: { deadlineMs?: number; signal?: AbortSignal }): Promise<TerminationResult> {
+    let parsed: { deadlineMs: number; signal?: AbortSignal };
+    try {
+      parsed = parseShutdownOptions(opts);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // §6: concurrent Shutdowns share one operation; Shutdown in Stopped returns the stored result.
+    if (!this.shutdownPromise) {
+      if (this.state === FrameworkRuntimeState.Stopped)
+        return Promise.resolve(this.status.lastTermination ?? { outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+      this.shutdownPromise = this.runShutdown(parsed.deadlineMs);
+    }
+    return raceAbort(this.shutdownPromise, parsed.signal);
+  }
+
+  private runShutdown(deadlineMs: number): Promise<TerminationResult> {
+    const machine = shutdownMachine.provide({
+      actors: {
+        sealAdmission: step(async () => {
+          this.transition('SHUTDOWN_SEALED');
+          this.transport?.seal();
+          // §14 race table: a pending Relocate ends Blocked/ShutdownRequested; started units reach a terminal.
+          this.relocation.onShutdownSealed();
+        }),
+        publishDraining: step(async () => {
+          await this.publishDescriptor(FrameworkRuntimeState.Draining);
+        }),
+        drainAcceptedWork: step(async () => {
+          await this.relocation.settled();
+          await this.objects.settleInFlight();
+          await this.objects.drain();
+        }),
+        closeSpots: step(async (signal) => {
+          await this.objects.closeSpots('HostShutdown', signal);
+        }),
+        cleanupResources: step(async () => {
+          await this.cleanup();
+        }),
+        forceTeardown: step(async () => {
+          await this.forceTeardown();
+        }),
+      },
+    });
+    return new Promise<TerminationResult>((resolve) => {
+      const actor = createActor(machine, { input: { deadlineMs }, clock: this.clock, inspect: this.options.inspect as never });
+      actor.subscribe({
+        complete: () => {
+          let result = actor.getSnapshot().output!;
+          // §13: a descriptor rollback that could not be confirmed ends in bounded teardown, TeardownFailed.
+          if (this.relocation.rollbackUnconfirmed) result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed };
+          this.transition('CLEANUP_COMPLETE');
+          telemetry.termination(result);
+          this.publish({ lastTermination: result });
+          resolve(result);
+        },
+        error: (error) => {
+          // The machine handles every step's error; this is a defect, still a bounded terminal.
+          this.log('error', 'shutdown machine failed', error);
+          void this.forceTeardown().finally(() => {
+            const result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed } as const;
+            this.transition('CLEANUP_COMPLETE');
+            this.publish({ lastTermination: result });
+            resolve(result);
+          });
+        },
+      });
+      actor.start();
+    });
+  }
+
+  private stopLoops(): void {
+    this.loopsStopped = true;
+    this.clock.clearTimeout(this.renewTimer);
+    this.clock.clearTimeout(this.discoveryTimer);
+    this.wakePeerWaiters();
+  }
+
+  /** §14 step 5 and its cleanup order: local scope, owner records, descriptor and lease, transport. */
+  private async cleanup(): Promise<void> {
+    const failures: unknown[] = [];
+    this.objects.stopTimers();
+    this.relocation.close();
+    // Only the source holding current authority removes its records (§14 cleanup step 2).
+    const removals = [...this.objects.values()].map((o) =>
+      this.stores.location
+        .remove({ object: { kind: o.kind, id: o.id }, opId: `shutdown:${nodeKey(this.self)}:${o.key}`, expectedAuthorityGeneration: o.authorityGeneration })
+        .catch((error: unknown) => failures.push(error)),
+    );
+    await Promise.all(removals);
+    this.stopLoops();
+    if (this.lease) {
+      await this.stores.descriptors.release(this.lease).catch((error: unknown) => failures.push(error));
+      this.lease = undefined;
+    }
+    this.router.close();
+    await this.transport?.close();
+    if (failures.length) throw new AggregateError(failures, 'cleanup could not remove every record');
+  }
+
+  /** Past the deadline: release what is left without waiting on anything unbounded. */
+  private async forceTeardown(): Promise<void> {
+    this.objects.stopTimers();
+    this.relocation.close();
+    this.stopLoops();
+    this.router.close();
+    const lease = this.lease;
+    this.lease = undefined;
+    const bounded = <T>(p: Promise<T> | undefined) =>
+      Promise.race([p?.catch(() => undefined), new Promise<void>((r) => this.clock.setTimeout(r, 1000))]);
+    await Promise.all([bounded(lease ? this.stores.descriptors.release(lease) : undefined), bounded(this.transport?.close())]);
+  }
+}
+
+/** A shutdown step as a promise actor whose signal aborts when the machine leaves the step (deadline). */
+function step(run: (signal: AbortSignal) => Promise<void>) {
+  return fromPromise<void, void>(({ signal }) => run(signal));
+}
+
+export async function createRuntime(options: RuntimeOptions): Promise<FrameworkRuntime> {
+  const host = new Host(parseRuntimeOptions(options));
+  await host.start();
+  return host;
+}

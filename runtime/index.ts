@@ -1,0 +1,43 @@
+/** zlink public API (API.md). Everything an application or a contract test uses is exported here. */
+export {
+  RelocationMode,
+  FrameworkRuntimeState,
+  RelocationOutcome,
+  RelocationReason,
+  TerminationOutcome,
+  TerminationReason,
+  nameOf,
+  isValidRelocationResult,
+  isValidTerminationResult,
+} from './wire';
+export type { RelocationOptions, RelocationResult, TerminationResult, RuntimeStatus } from './types';
+export { createRuntime, type FrameworkRuntime } from './host';
+export type { RuntimeOptions, Timing, LogFn } from './options';
+export {
+  DEFAULT_TIMING,
+  DEFAULT_RELOCATION_DEADLINE_MS,
+  DEFAULT_SHUTDOWN_DEADLINE_MS,
+  DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES,
+} from './options';
+export { RelocationArgumentError, ArgumentError, AbortError, AdmissionError, RequestError, RemoteHandlerError } from './errors';
+export {
+  defineActor,
+  defineSpot,
+  preserveState,
+  recreateOnRelocation,
+  disableRelocation,
+  type ActorDefinition,
+  type SpotDefinition,
+  type RelocationPolicy,
+  type ClosingReason,
+  type ReadyCompletion,
+  type TimerSpec,
+} from './definitions';
+export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi } from './context';
+export type { RelocationDiagnostics } from './relocation/coordinator';
+export { RELOCATION_CHANGED, TERMINATION_CHANGED } from './status';
+export { SimulatedClock, systemClock, type Clock } from './clock';
+export { memoryStores, redisStores } from '../stores';
+export type { Stores, NodeRef } from '../stores/types';
+export { StoreUnavailableError, DataLostError } from '../stores/types';
+export type { MeshConfig } from '../transport/types';

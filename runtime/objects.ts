@@ -1,0 +1,448 @@
+/**
+ * The Object Server of one host: the Entry Spot, Actors, User Spots (SpotWide / PerActor) and Instance Spots,
+ * their lanes, timers and membership. Location Store claims for creation live here too, because a local
+ * instance exists only once its record names this host.
+ */
+import { randomUUID } from 'node:crypto';
+import type { LocationStore, NodeRef, OwnerRecord, RelocationStore } from '../stores/types';
+import type { Clock } from './clock';
+import type { ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SpotContext } from './context';
+import type { ActorDefinition, ClosingReason, ObjectDefinition, ReadyCompletion, SpotDefinition } from './definitions';
+import type { Envelope } from './envelope';
+import { AdmissionError, ArgumentError } from './errors';
+import { actorKey, refOf, spotKey, type ObjectKey } from './keys';
+import { Lane, type WorkItem } from './lane';
+import { TimerTable } from './timers';
+
+export type HostedMode = 'entry' | 'member' | 'SpotWide' | 'PerActor' | 'instance';
+
+export interface Terminal {
+  readonly ok: boolean;
+  readonly value?: unknown;
+  readonly error?: string;
+  readonly kind?: 'handler' | 'not-found' | 'stale-generation' | 'unavailable' | 'shutdown';
+}
+
+export interface ObjectServerDeps {
+  readonly self: NodeRef;
+  readonly clock: Clock;
+  readonly location: LocationStore;
+  readonly relocationStore: RelocationStore;
+  readonly types: ReadonlyMap<string, ObjectDefinition>;
+  /** Sends the one terminal of a request back to its caller. */
+  reply(env: Envelope, terminal: Terminal): void;
+  send(to: ObjectRef, message: unknown): void;
+  request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
+  log(level: 'warn' | 'error', message: string, error?: unknown): void;
+}
+
+/** One Actor or Spot hosted here. */
+export class Hosted {
+  state: unknown;
+  readonly timers: TimerTable;
+  /** Ingress hold (§12): set from the seal until the unit ends; arriving messages wait here in order. */
+  hold: Envelope[] | undefined;
+  /** User Spots: member Actor ids. */
+  readonly members: Set<string> | undefined;
+  /** ApplicationSignaled readiness: set by relocationReady().defer() during a turn. */
+  deferRequested = false;
+  closingSignal: AbortSignal | undefined;
+  readonly ctx: ObjectContext<unknown> & SpotContext<unknown>;
+
+  constructor(
+    readonly key: ObjectKey,
+    readonly def: ObjectDefinition,
+    public mode: HostedMode,
+    public lane: Lane,
+    public objectGeneration: number,
+    public authorityGeneration: number,
+    /** Actors: their User Spot (undefined = Entry Spot). */
+    public spotId: string | undefined,
+    server: ObjectServer,
+  ) {
+    this.members = def.kind === 'user' ? new Set() : undefined;
+    this.timers = new TimerTable(server.clock, (name, seq) => this.lane.push({ k: 'tick', to: key, name, seq }));
+    const self = this;
+    const ref = refOf(key);
+    this.ctx = {
+      self: ref,
+      id: key.slice(2),
+      nodeId: server.self.nodeId,
+      get spotId() {
+        return self.spotId;
+      },
+      timers: this.timers,
+      get signal() {
+        return self.closingSignal;
+      },
+      send: (to, message) => server.deps.send(to, message),
+      request: (to, message, options) => server.deps.request(to, message, options),
+      setState: (next) => {
+        self.state = next;
+      },
+      get members() {
+        return self.members ? [...self.members] : [];
+      },
+      relocationReady: (): RelocationReadyHandle => ({
+        defer: () => {
+          self.deferRequested = true;
+          server.onDeferSignaled(self);
+        },
+      }),
+    };
+  }
+
+  get kind(): 'actor' | 'spot' {
+    return this.def.kind === 'actor' ? 'actor' : 'spot';
+  }
+
+  get id(): string {
+    return this.key.slice(2);
+  }
+}
+
+export class ObjectServer {
+  readonly self: NodeRef;
+  readonly clock: Clock;
+  private readonly objects = new Map<ObjectKey, Hosted>();
+  /** Admin work (create, join, leave, placement) in flight: preflight waits for it (§4). */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  /** Listeners for ApplicationSignaled safe points (the relocation unit of that Spot). */
+  readonly deferListeners = new Map<ObjectKey, () => void>();
+
+  constructor(readonly deps: ObjectServerDeps) {
+    this.self = deps.self;
+    this.clock = deps.clock;
+  }
+
+  get(key: ObjectKey): Hosted | undefined {
+    return this.objects.get(key);
+  }
+
+  get size(): number {
+    return this.objects.size;
+  }
+
+  values(): IterableIterator<Hosted> {
+    return this.objects.values();
+  }
+
+  /** Work the relocation preflight must see finish first (§4 "concurrently in-progress work"). */
+  async settleInFlight(): Promise<void> {
+    while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    const done = () => this.inFlight.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  definition(type: string): ObjectDefinition {
+    const def = this.deps.types.get(type);
+    if (!def) throw new ArgumentError('type', `no actor or spot type '${type}' is registered on this host`);
+    return def;
+  }
+
+  // ── creation and membership ────────────────────────────────────────────────────────────────
+
+  createActor(type: string, id: string, spotId: string | undefined): Promise<void> {
+    const def = this.definition(type);
+    if (def.kind !== 'actor') throw new ArgumentError('type', `'${type}' is a Spot type; use createSpot`);
+    const key = actorKey(id);
+    if (this.objects.has(key)) throw new AdmissionError('Serving', `actor '${id}' already exists on this host`);
+    let spot: Hosted | undefined;
+    if (spotId !== undefined) {
+      spot = this.objects.get(spotKey(spotId));
+      if (!spot || spot.def.kind !== 'user')
+        throw new ArgumentError('options.spot', `no User Spot '${spotId}' is hosted here (Actors are created beside their Spot)`);
+    }
+    return this.track(this.doCreateActor(def, id, spot));
+  }
+
+  private async doCreateActor(def: ActorDefinition, id: string, spot: Hosted | undefined): Promise<void> {
+    const key = actorKey(id);
+    if (spot) await this.inSpotTurn(spot, () => (spot.def as SpotDefinition).onActorJoin?.(spot.state, id, spot.ctx));
+    const spotWide = spot?.mode === 'SpotWide';
+    const { applied, record } = await this.deps.location.claim({
+      object: { kind: 'actor', id },
+      type: def.type,
+      owner: this.self,
+      opId: randomUUID(),
+      spot: spot?.id,
+      spotWide: spot ? spotWide : undefined,
+    });
+    if (!applied) throw new AdmissionError('Serving', `actor '${id}' already exists (owned by ${record.owner.nodeId})`);
+    if (this.objects.has(key)) throw new AdmissionError('Serving', `actor '${id}' already exists on this host`);
+    const lane = spot && spotWide ? spot.lane : this.newLane();
+    const hosted = new Hosted(key, def, spot ? 'member' : 'entry', lane, record.objectGeneration, record.authorityGeneration, spot?.id, this);
+    hosted.state = def.create(id);
+    this.objects.set(key, hosted);
+    if (spot) {
+      spot.members!.add(id);
+      await this.inSpotTurn(spot, () => (spot.def as SpotDefinition).onJoinedActor?.(spot.state, id, spot.ctx));
+    }
+  }
+
+  createSpot(type: string, id: string): Promise<void> {
+    const def = this.definition(type);
+    if (def.kind !== 'user') throw new ArgumentError('type', `'${type}' is not a User Spot type (Instance Spots are created by their first message)`);
+    if (this.objects.has(spotKey(id))) throw new AdmissionError('Serving', `spot '${id}' already exists on this host`);
+    return this.track(this.doCreateSpot(def, id)).then(() => undefined);
+  }
+
+  private async doCreateSpot(def: SpotDefinition, id: string): Promise<Hosted> {
+    const { applied, record } = await this.deps.location.claim({ object: { kind: 'spot', id }, type: def.type, owner: this.self, opId: randomUUID() });
+    if (!applied) throw new AdmissionError('Serving', `spot '${id}' already exists (owned by ${record.owner.nodeId})`);
+    return this.installSpot(def, id, record);
+  }
+
+  private installSpot(def: SpotDefinition, id: string, record: OwnerRecord): Hosted {
+    const mode: HostedMode = def.kind === 'instance' ? 'instance' : def.executionMode;
+    const hosted = new Hosted(spotKey(id), def, mode, this.newLane(), record.objectGeneration, record.authorityGeneration, undefined, this);
+    hosted.state = def.create(id);
+    this.objects.set(hosted.key, hosted);
+    return hosted;
+  }
+
+  /**
+   * §10.4: an Instance Spot is created only by its first message. Claims the record; a lost race returns
+   * the winner's record so the caller routes there.
+   */
+  placeInstance(type: string, id: string): Promise<{ local: Hosted } | { record: OwnerRecord }> {
+    const def = this.definition(type);
+    if (def.kind !== 'instance') throw new ArgumentError('to.type', `'${type}' is not an Instance Spot type`);
+    return this.track(
+      (async () => {
+        const existing = this.objects.get(spotKey(id));
+        if (existing) return { local: existing };
+        const opId = randomUUID();
+        const { applied, record } = await this.deps.location.claim({ object: { kind: 'spot', id }, type, owner: this.self, opId });
+        if (!applied) return { record };
+        const local = this.objects.get(spotKey(id)) ?? this.installSpot(def, id, record);
+        await this.deps.relocationStore
+          .recordInstanceCreation({ spotId: id, type, owner: this.self, objectGeneration: record.objectGeneration, createdAt: this.clock.now() }, opId)
+          .catch((error: unknown) => this.deps.log('warn', `instance creation record for '${id}' not written`, error));
+        return { local };
+      })(),
+    );
+  }
+
+  join(actorId: string, spotId: string): Promise<void> {
+    const actor = this.objects.get(actorKey(actorId));
+    if (!actor) throw new ArgumentError('actorId', `no actor '${actorId}' is hosted here`);
+    const spot = this.objects.get(spotKey(spotId));
+    if (!spot || spot.def.kind !== 'user') throw new ArgumentError('spotId', `no User Spot '${spotId}' is hosted here`);
+    if (actor.spotId === spotId) return Promise.resolve();
+    if (actor.spotId !== undefined) throw new ArgumentError('actorId', `actor '${actorId}' is a member of '${actor.spotId}'; leave it first`);
+    return this.track(this.changeMembership(actor, spot));
+  }
+
+  leave(actorId: string): Promise<void> {
+    const actor = this.objects.get(actorKey(actorId));
+    if (!actor) throw new ArgumentError('actorId', `no actor '${actorId}' is hosted here`);
+    if (actor.spotId === undefined) return Promise.resolve();
+    return this.track(this.changeMembership(actor, undefined));
+  }
+
+  private async changeMembership(actor: Hosted, spot: Hosted | undefined): Promise<void> {
+    const previous = actor.spotId !== undefined ? this.objects.get(spotKey(actor.spotId)) : undefined;
+    if (spot) await this.inSpotTurn(spot, () => (spot.def as SpotDefinition).onActorJoin?.(spot.state, actor.id, spot.ctx));
+    // The Actor's current turn ends before its lane can change.
+    await actor.lane.pause();
+    try {
+      const result = await this.deps.location.cas({
+        object: { kind: 'actor', id: actor.id },
+        opId: randomUUID(),
+        expectedAuthorityGeneration: actor.authorityGeneration,
+        spot: spot ? spot.id : null,
+        spotWide: spot ? spot.mode === 'SpotWide' : false,
+      });
+      if (result.status !== 'applied') throw new AdmissionError('Serving', `membership of actor '${actor.id}' changed concurrently (${result.status})`);
+      actor.authorityGeneration = result.record!.authorityGeneration;
+      previous?.members!.delete(actor.id);
+      actor.spotId = spot?.id;
+      actor.mode = spot ? 'member' : 'entry';
+      const nextLane = spot?.mode === 'SpotWide' ? spot.lane : previous?.mode === 'SpotWide' ? this.newLane() : actor.lane;
+      if (nextLane !== actor.lane) {
+        const queued = actor.lane.take((item) => item.to === actor.key);
+        actor.lane.resume();
+        actor.lane = nextLane;
+        for (const item of queued) nextLane.push(item);
+      } else actor.lane.resume();
+      spot?.members!.add(actor.id);
+    } catch (error) {
+      actor.lane.resume();
+      throw error;
+    }
+    if (previous) await this.inSpotTurn(previous, () => (previous.def as SpotDefinition).onLeaveActor?.(previous.state, actor.id, previous.ctx));
+    if (spot) await this.inSpotTurn(spot, () => (spot.def as SpotDefinition).onJoinedActor?.(spot.state, actor.id, spot.ctx));
+  }
+
+  /** Runs `fn` as one turn of `spot`'s lane and resolves with its result. */
+  inSpotTurn<T>(spot: Hosted, fn: () => T | Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      spot.lane.push({
+        k: 'ctl',
+        to: spot.key,
+        run: async () => {
+          try {
+            resolve(await fn());
+          } catch (error) {
+            reject(error);
+          }
+        },
+      });
+    });
+  }
+
+  // ── dispatch ──────────────────────────────────────────────────────────────────────────────
+
+  /** Local delivery. false = no such object here (the router decides: follow, place or bounce). */
+  deliver(env: Envelope): boolean {
+    const obj = this.objects.get(env.to);
+    if (!obj) return false;
+    if (env.gen !== 0 && env.gen !== obj.objectGeneration) {
+      // §12: packets of a previous generation are rejected.
+      if (env.req) this.deps.reply(env, { ok: false, kind: 'stale-generation', error: `object generation ${env.gen} is not current (${obj.objectGeneration})` });
+      return true;
+    }
+    if (obj.hold) obj.hold.push(env);
+    else obj.lane.push({ k: 'msg', to: env.to, env });
+    return true;
+  }
+
+  execute = (item: WorkItem): unknown => {
+    const obj = this.objects.get(item.to);
+    if (item.k === 'ctl') return item.run();
+    if (!obj) {
+      if (item.k === 'msg' && item.env.req) this.deps.reply(item.env, { ok: false, kind: 'not-found', error: `object ${item.to} is not hosted here` });
+      return undefined;
+    }
+    if (item.k === 'tick') {
+      if (!obj.timers.beginTick(item.name, item.seq)) return undefined;
+      const onTimer = obj.def.onTimer as ((s: unknown, n: string, c: unknown) => unknown) | undefined;
+      if (!onTimer) return undefined;
+      return this.guard(obj, () => onTimer(obj.state, item.name, obj.ctx), `timer '${item.name}'`);
+    }
+    const env = item.env;
+    let result: unknown;
+    try {
+      result = (obj.def.receive as (s: unknown, m: unknown, c: unknown) => unknown)(obj.state, env.body, obj.ctx);
+    } catch (error) {
+      this.handlerFailed(obj, env, error);
+      return undefined;
+    }
+    if (isThenable(result)) {
+      return result.then(
+        (value) => {
+          if (env.req) this.deps.reply(env, { ok: true, value });
+        },
+        (error: unknown) => this.handlerFailed(obj, env, error),
+      );
+    }
+    if (env.req) this.deps.reply(env, { ok: true, value: result });
+    return undefined;
+  };
+
+  private handlerFailed(obj: Hosted, env: Envelope, error: unknown): void {
+    if (env.req) this.deps.reply(env, { ok: false, kind: 'handler', error: error instanceof Error ? error.message : String(error) });
+    else this.deps.log('warn', `handler of ${obj.key} threw on a one-way message`, error);
+  }
+
+  private guard(obj: Hosted, fn: () => unknown, what: string): unknown {
+    const fail = (error: unknown) => this.deps.log('warn', `${what} of ${obj.key} threw`, error);
+    try {
+      const result = fn();
+      return isThenable(result) ? result.then(undefined, fail) : result;
+    } catch (error) {
+      fail(error);
+      return undefined;
+    }
+  }
+
+  newLane(): Lane {
+    return new Lane(this.execute);
+  }
+
+  onDeferSignaled(spot: Hosted): void {
+    const listener = this.deferListeners.get(spot.key);
+    if (listener) listener();
+    else {
+      // §7: no relocation prepared → Continued runs on the source in the next application turn.
+      spot.deferRequested = false;
+      this.runReadyCompleted(spot, 'Continued');
+    }
+  }
+
+  runReadyCompleted(spot: Hosted, outcome: ReadyCompletion): void {
+    const cb = (spot.def as SpotDefinition).onRelocationReadyCompleted;
+    if (!cb) return;
+    spot.lane.push({ k: 'ctl', to: spot.key, run: () => this.guard(spot, () => cb(spot.state, outcome, spot.ctx), 'onRelocationReadyCompleted') });
+  }
+
+  // ── relocation support (units install and remove hosted objects) ───────────────────────
+
+  /** Registers an object restored by a relocation unit (target side). */
+  adopt(hosted: Hosted): void {
+    this.objects.set(hosted.key, hosted);
+    if (hosted.kind === 'actor' && hosted.spotId !== undefined) this.objects.get(spotKey(hosted.spotId))?.members?.add(hosted.id);
+  }
+
+  newHosted(key: ObjectKey, def: ObjectDefinition, mode: HostedMode, lane: Lane, objectGeneration: number, authorityGeneration: number, spotId: string | undefined): Hosted {
+    return new Hosted(key, def, mode, lane, objectGeneration, authorityGeneration, spotId, this);
+  }
+
+  /** Removes a moved or discarded object from local dispatch. */
+  forget(key: ObjectKey): Hosted | undefined {
+    const hosted = this.objects.get(key);
+    if (!hosted) return undefined;
+    this.objects.delete(key);
+    hosted.timers.clear();
+    if (hosted.kind === 'actor' && hosted.spotId !== undefined) this.objects.get(spotKey(hosted.spotId))?.members?.delete(hosted.id);
+    return hosted;
+  }
+
+  // ── shutdown (§14 steps 3–5) ───────────────────────────────────────────────────────────
+
+  /** Resolves when every lane ran its accepted work. */
+  async drain(): Promise<void> {
+    const lanes = new Set<Lane>();
+    for (const o of this.objects.values()) lanes.add(o.lane);
+    await Promise.all([...lanes].map((l) => l.whenIdle()));
+  }
+
+  /** §14 step 4: HostShutdown closing context to every User and Instance Spot; rejects if a callback threw. */
+  async closeSpots(reason: ClosingReason, signal: AbortSignal): Promise<void> {
+    const failures: unknown[] = [];
+    const closing: Promise<void>[] = [];
+    for (const spot of this.objects.values()) {
+      if (spot.kind !== 'spot') continue;
+      const onClosing = (spot.def as SpotDefinition).onClosing;
+      if (!onClosing) continue;
+      closing.push(
+        this.inSpotTurn(spot, async () => {
+          spot.closingSignal = signal;
+          try {
+            await onClosing(spot.state, reason, spot.ctx);
+          } finally {
+            spot.closingSignal = undefined;
+          }
+        }).catch((error: unknown) => {
+          failures.push(error);
+        }),
+      );
+    }
+    await Promise.all(closing);
+    if (failures.length) throw new AggregateError(failures, `${failures.length} closing callback(s) threw`);
+  }
+
+  stopTimers(): void {
+    for (const o of this.objects.values()) o.timers.clear();
+  }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}

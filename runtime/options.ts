@@ -1,0 +1,182 @@
+/**
+ * createRuntime / relocate / shutdown options: defaults in one place (STYLE.md) and validation with zod.
+ * Bad input throws an error naming the field and changes nothing.
+ */
+import { z } from 'zod';
+import type { Stores } from '../stores/types';
+import type { MeshConfig, TransportFactory } from '../transport/types';
+import type { Clock } from './clock';
+import type { ObjectDefinition } from './definitions';
+import { ArgumentError, RelocationArgumentError } from './errors';
+import type { RelocationOptions } from './types';
+import { RelocationMode } from './wire';
+
+export const DEFAULT_TIMING = Object.freeze({
+  /** Wait from the relay-ready reply until cutover arrives, then the target falls back to CAS (§9). @default 1000 */
+  relocationCutoverWaitTimeoutMs: 1000,
+  /** How long the old owner relays messages to the new one (§8 S1→S4). @default 10000 */
+  messageFollowDurationMs: 10_000,
+  /** How long the target retries its Location Store CAS before discarding the prepared unit (§11). @default 30000 */
+  restoreValidityMs: 30_000,
+  /** Owner lease of the descriptor; renewed about every third of it. @default 10000 */
+  leaseMs: 10_000,
+  /** How often the descriptor list is read for discovery and target selection. @default 250 */
+  discoveryIntervalMs: 250,
+});
+export type Timing = { -readonly [K in keyof typeof DEFAULT_TIMING]: number };
+
+/** §2.1 and §14: both default to 30 s. */
+export const DEFAULT_RELOCATION_DEADLINE_MS = 30_000;
+export const DEFAULT_SHUTDOWN_DEADLINE_MS = 30_000;
+/** Per peer connection (§7). @default 16 MiB */
+export const DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES = 16 * 1024 * 1024;
+/** Largest delay a JS timer can hold. */
+const MAX_DELAY_MS = 2_147_483_647;
+
+export type LogFn = (level: 'warn' | 'error', message: string, error?: unknown) => void;
+
+export interface RuntimeOptions {
+  /** RID, stable across restarts. */
+  nodeId: string;
+  /** Non-negative safe integer. */
+  applicationVersion: number;
+  stores: Stores;
+  /** @default [{ name: 'main' }] (in-process) */
+  meshes?: MeshConfig[];
+  maintenanceWave?: string;
+  /** @default 100000 */
+  capacity?: number;
+  /** @default 1 */
+  weight?: number;
+  types?: ObjectDefinition[];
+  timing?: Partial<Timing>;
+  /** @default 16 MiB */
+  inFlightPayloadBudgetBytes?: number;
+  /** @statelyai/inspect observer (`createWebSocketInspector().inspect` or similar); passed to every machine actor. */
+  inspect?: unknown;
+  /** Time source; tests pass xstate's SimulatedClock. @default the system clock */
+  clock?: Clock;
+  /** @default console.warn / console.error */
+  log?: LogFn;
+  /** Advanced: a transport other than the built-in ws / in-process ones. */
+  transport?: TransportFactory;
+}
+
+const positiveMs = z.number().finite().positive().max(MAX_DELAY_MS);
+const id = z.string().min(1).max(256);
+
+const runtimeOptionsSchema = z.object({
+  nodeId: id.regex(/^[A-Za-z0-9_.:-]+$/, 'letters, digits and _ . : - only'),
+  applicationVersion: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+  stores: z.custom<Stores>(
+    (v) => typeof v === 'object' && v !== null && 'location' in v && 'descriptors' in v && 'relocation' in v,
+    'must come from memoryStores() or redisStores()',
+  ),
+  meshes: z
+    .array(
+      z.object({
+        name: id,
+        listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }).optional(),
+        sharedKey: z.union([z.string().min(1), z.instanceof(Buffer)]).optional(),
+        tls: z.object({}).passthrough().optional(),
+      }),
+    )
+    .min(1)
+    .refine((m) => new Set(m.map((x) => x.name)).size === m.length, 'mesh names must be unique')
+    .optional(),
+  maintenanceWave: id.optional(),
+  capacity: z.number().int().positive().optional(),
+  weight: z.number().finite().positive().optional(),
+  types: z
+    .array(z.custom<ObjectDefinition>((v) => typeof v === 'object' && v !== null && typeof (v as { type?: unknown }).type === 'string', 'must come from defineActor() or defineSpot()'))
+    .refine((t) => new Set(t.map((x) => x.type)).size === t.length, 'type names must be unique')
+    .optional(),
+  timing: z
+    .object({
+      relocationCutoverWaitTimeoutMs: positiveMs.optional(),
+      messageFollowDurationMs: positiveMs.optional(),
+      restoreValidityMs: positiveMs.optional(),
+      leaseMs: positiveMs.min(30).optional(),
+      discoveryIntervalMs: positiveMs.optional(),
+    })
+    .strict()
+    .optional(),
+  inFlightPayloadBudgetBytes: z.number().int().positive().optional(),
+  inspect: z.unknown().optional(),
+  clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).setTimeout === 'function').optional(),
+  log: z.custom<LogFn>((v) => typeof v === 'function').optional(),
+  transport: z.custom<TransportFactory>((v) => typeof v === 'function').optional(),
+});
+
+export interface ResolvedRuntimeOptions extends Omit<RuntimeOptions, 'timing' | 'meshes' | 'types'> {
+  meshes: MeshConfig[];
+  types: ObjectDefinition[];
+  timing: Timing;
+  capacity: number;
+  weight: number;
+  inFlightPayloadBudgetBytes: number;
+}
+
+export function parseRuntimeOptions(options: unknown): ResolvedRuntimeOptions {
+  if (typeof options !== 'object' || options === null) throw new ArgumentError('options', 'must be an object');
+  const parsed = runtimeOptionsSchema.safeParse(options);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new ArgumentError(issue.path.length ? issue.path.join('.') : 'options', issue.message);
+  }
+  const o = options as RuntimeOptions;
+  return {
+    ...o,
+    meshes: o.meshes ?? [{ name: 'main' }],
+    types: o.types ?? [],
+    timing: { ...DEFAULT_TIMING, ...(o.timing ?? {}) },
+    capacity: o.capacity ?? 100_000,
+    weight: o.weight ?? 1,
+    inFlightPayloadBudgetBytes: o.inFlightPayloadBudgetBytes ?? DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES,
+  };
+}
+
+export interface ParsedRelocationOptions {
+  mode: RelocationMode;
+  /** Effective target version (§2.1). */
+  targetApplicationVersion: number;
+  deadlineMs: number;
+}
+
+/** §2.1: argument errors are found before any state or admission change. */
+export function parseRelocationOptions(options: unknown, sourceVersion: number): ParsedRelocationOptions {
+  if (typeof options !== 'object' || options === null) throw new RelocationArgumentError('options', 'must be an object with a mode');
+  const o = options as Partial<RelocationOptions> & Record<string, unknown>;
+  if (o.mode !== RelocationMode.PlannedMaintenance && o.mode !== RelocationMode.RollingUpdate)
+    throw new RelocationArgumentError('mode', `must be RelocationMode.PlannedMaintenance (0) or RelocationMode.RollingUpdate (1); got ${String(o.mode)}`);
+  if (o.deadlineMs !== undefined && (typeof o.deadlineMs !== 'number' || !Number.isFinite(o.deadlineMs) || o.deadlineMs <= 0 || o.deadlineMs > MAX_DELAY_MS))
+    throw new RelocationArgumentError('deadlineMs', `must be a number of milliseconds greater than 0 (at most ${MAX_DELAY_MS}); got ${String(o.deadlineMs)}`);
+  const deadlineMs = o.deadlineMs ?? DEFAULT_RELOCATION_DEADLINE_MS;
+  if (o.mode === RelocationMode.PlannedMaintenance) {
+    if (o.targetApplicationVersion !== undefined)
+      throw new RelocationArgumentError('targetApplicationVersion', 'must be omitted for PlannedMaintenance (its target is the source version)');
+    return { mode: o.mode, targetApplicationVersion: sourceVersion, deadlineMs };
+  }
+  const v = o.targetApplicationVersion;
+  if (v === undefined) throw new RelocationArgumentError('targetApplicationVersion', 'is required for RollingUpdate');
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0)
+    throw new RelocationArgumentError('targetApplicationVersion', `must be a non-negative safe integer; got ${String(v)}`);
+  if (v <= sourceVersion)
+    throw new RelocationArgumentError('targetApplicationVersion', `must be greater than the source version ${sourceVersion} for RollingUpdate; got ${v}`);
+  return { mode: o.mode, targetApplicationVersion: v, deadlineMs };
+}
+
+export function parseShutdownOptions(opts: unknown): { deadlineMs: number; signal?: AbortSignal } {
+  if (opts === undefined) return { deadlineMs: DEFAULT_SHUTDOWN_DEADLINE_MS };
+  if (typeof opts !== 'object' || opts === null) throw new ArgumentError('options', 'must be an object');
+  const o = opts as { deadlineMs?: unknown; signal?: unknown };
+  if (o.deadlineMs !== undefined && (typeof o.deadlineMs !== 'number' || !Number.isFinite(o.deadlineMs) || o.deadlineMs <= 0 || o.deadlineMs > MAX_DELAY_MS))
+    throw new ArgumentError('deadlineMs', `must be a number of milliseconds greater than 0; got ${String(o.deadlineMs)}`);
+  checkSignal(o.signal);
+  return { deadlineMs: (o.deadlineMs as number | undefined) ?? DEFAULT_SHUTDOWN_DEADLINE_MS, signal: o.signal as AbortSignal | undefined };
+}
+
+export function checkSignal(signal: unknown, field = 'signal'): AbortSignal | undefined {
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new ArgumentError(field, 'must be an AbortSignal');
+  return signal as AbortSignal | undefined;
+}

@@ -1,0 +1,40 @@
+/**
+ * Runtime messages carried by the transport (the transport validates framing; this validates content).
+ * The `t` values are wire values: this module is the one place they come from.
+ */
+import { z } from 'zod';
+
+const nodeRef = z.object({ nodeId: z.string().min(1), lifecycleGeneration: z.number().int().nonnegative() });
+
+export const envelopeSchema = z.object({
+  id: z.string().min(1),
+  to: z.string().regex(/^[as]:.+/),
+  gen: z.number().int().nonnegative(),
+  body: z.unknown(),
+  from: nodeRef,
+  req: z.literal(1).optional(),
+  place: z.string().min(1).optional(),
+  hops: z.number().int().nonnegative().optional(),
+});
+
+const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });
+const bounce = z.object({ t: z.literal('bounce'), env: envelopeSchema });
+const reply = z.object({
+  t: z.literal('reply'),
+  id: z.string().min(1),
+  ok: z.boolean(),
+  value: z.unknown().optional(),
+  error: z.string().optional(),
+  kind: z.enum(['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown']).optional(),
+});
+/** Relocation protocol messages are validated by runtime/relocation/protocol.ts. */
+const control = z.object({ t: z.string().regex(/^r\./) }).passthrough();
+
+const runtimeMessage = z.union([msg, bounce, reply, control]);
+export type RuntimeMessageParsed = z.infer<typeof runtimeMessage>;
+export type ReplyMessage = z.infer<typeof reply>;
+
+export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefined {
+  const parsed = runtimeMessage.safeParse(raw);
+  return parsed.success ? parsed.data : undefined;
+}

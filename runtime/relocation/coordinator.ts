@@ -1,0 +1,521 @@
+/**
+ * Host-level relocation (§4–§8, §13, §14): the Relocate operation table of §6, the supervisor machine's
+ * provided actors (preflight, target wait, entering Relocating, the unit pool), the target side of inbound
+ * units, Message Follow and retransmission windows, SafeToShutdown and diagnostics.
+ */
+import { createActor, fromCallback, fromPromise, type Actor } from 'xstate';
+import {
+  relocationSupervisorMachine,
+  type PoolCommand,
+  type PreflightOutput,
+  type SupervisorOutput,
+  type UnitCounts,
+} from '../../machines/relocation-supervisor.machine';
+import { unitSourceMachine } from '../../machines/unit-source.machine';
+import { unitTargetMachine, type UnitTargetOutput } from '../../machines/unit-target.machine';
+import type { NodeRef, TypeCapability } from '../../stores/types';
+import type { PeerInfo, RuntimeMessage } from '../../transport/types';
+import { sleep } from '../clock';
+import type { ClosingReason, ObjectDefinition } from '../definitions';
+import type { Envelope } from '../envelope';
+import type { Host } from '../host';
+import { nodeKey, sameNode, type ObjectKey } from '../keys';
+import type { Hosted } from '../objects';
+import type { ParsedRelocationOptions } from '../options';
+import { telemetry } from '../telemetry';
+import type { RelocationResult } from '../types';
+import { FrameworkRuntimeState, nameOf, RelocationOutcome, RelocationReason } from '../wire';
+import { describeType } from './compatibility';
+import { ExpiryQueue } from './expiry-queue';
+import { fixInventory, type UnitPlan } from './inventory';
+import { parseRelocationMessage, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+import type { SourceUnit } from './source-unit';
+import { selectTarget, type SelectionResult } from './target-selection';
+import { TargetUnit } from './target-unit';
+import { UnitPool } from './unit-pool';
+
+export interface RelocationDiagnostics {
+  state: string;
+  safeToShutdown: boolean;
+  operation?: { mode: number; targetApplicationVersion: number; phase: string; target?: NodeRef };
+  /** How many descriptors survived each §5 step in the last target search. */
+  lastSelection?: SelectionResult['survivors'];
+  units: { sourceInFlight: number; sourceByState: Record<string, number>; targetInFlight: number };
+  followRoutes: number;
+  retransmissionCopies: number;
+  /** Count-limited: objects and units holding the operation up, with why. */
+  blockers: { object: string; reason: string }[];
+  blockersTotal: number;
+}
+
+interface Operation {
+  readonly options: ParsedRelocationOptions;
+  readonly promise: Promise<RelocationResult>;
+  actor: Actor<typeof relocationSupervisorMachine>;
+  pool?: UnitPool;
+  target?: NodeRef;
+}
+
+interface FollowEntry {
+  readonly keys: ObjectKey[];
+  readonly s1: number;
+  readonly kind: string;
+}
+
+interface RetransmissionCopy {
+  readonly unit: string;
+  readonly target: NodeRef;
+  readonly relay: Envelope[];
+}
+
+/** Default payload estimate per object before anything of its type was captured. */
+const DEFAULT_OBJECT_BYTES = 1024;
+
+export class RelocationCoordinator {
+  private op: Operation | undefined;
+  private relocatedResult: RelocationResult | undefined;
+  private lastSelection: SelectionResult['survivors'] | undefined;
+  private readonly sources = new Map<string, SourceUnit>();
+  private readonly sourceByActor = new WeakMap<object, SourceUnit>();
+  private readonly targets = new Map<string, TargetUnit>();
+  private readonly targetByActor = new WeakMap<object, TargetUnit>();
+  private readonly stagingByKey = new Map<ObjectKey, TargetUnit>();
+  private readonly bytesPerType = new Map<string, number>();
+  private stagedObjects = 0;
+  private activeTargets = 0;
+  private settleWaiters: (() => void)[] = [];
+  private readonly follows: ExpiryQueue<FollowEntry>;
+  private readonly copies: ExpiryQueue<RetransmissionCopy>;
+  /** Finished target units kept a while so late retransmissions are answered, then dropped. */
+  private readonly finishedTargets: ExpiryQueue<string>;
+  /** Cleaned retransmission copies (each exactly once, §13). */
+  copiesCleaned = 0;
+  closed = false;
+  /** §13 last paragraph: a descriptor rollback that could not be confirmed ends in ForceStopped/TeardownFailed. */
+  rollbackUnconfirmed = false;
+
+  readonly sourceMachine;
+  private readonly targetMachine;
+
+  constructor(readonly host: Host) {
+    const timing = host.options.timing;
+    this.follows = new ExpiryQueue(host.clock, timing.messageFollowDurationMs, (entry, at) => {
+      // S4: the Message Follow route may be removed (source clock).
+      for (const key of entry.keys) host.router.removeFollow(key);
+      telemetry.routeConvergence(at - entry.s1, { unitKind: entry.kind });
+      this.checkSafeToShutdown();
+    });
+    this.copies = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, () => {
+      this.copiesCleaned++;
+      this.checkSafeToShutdown();
+    });
+    this.finishedTargets = new ExpiryQueue(host.clock, Math.max(timing.relocationCutoverWaitTimeoutMs * 2, 5000), (u) => this.targets.delete(u));
+    const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: object }) => {
+      const unit = this.sourceByActor.get(self);
+      if (unit) run(unit);
+    };
+    this.sourceMachine = unitSourceMachine.provide({
+      actions: {
+        acquireBudget: source((u) => u.acquireBudget()),
+        prepareTarget: source((u) => u.prepareTarget()),
+        awaitSafePoint: source((u) => u.awaitSafePoint()),
+        sealAndTransfer: source((u) => u.sealAndTransfer()),
+        relayAndCutover: source((u) => u.relayAndCutover()),
+        restoreSource: source((u) => u.restoreSource()),
+        abandon: source((u) => u.abandon()),
+      },
+    });
+    const target = (run: (unit: TargetUnit) => void) => ({ self }: { self: object }) => {
+      const unit = this.targetByActor.get(self);
+      if (unit) run(unit);
+    };
+    this.targetMachine = unitTargetMachine.provide({
+      actions: {
+        commitOwner: target((u) => u.commitOwner()),
+        openDispatch: target((u) => u.openDispatch()),
+        discard: target((u) => u.discard()),
+      },
+    });
+  }
+
+  // ── §6 operation table ──────────────────────────────────────────────────────────────────
+
+  relocate(options: ParsedRelocationOptions): Promise<RelocationResult> {
+    const host = this.host;
+    const state = host.state;
+    const blocked = (reason: RelocationReason): Promise<RelocationResult> =>
+      Promise.resolve({ mode: options.mode, targetApplicationVersion: options.targetApplicationVersion, outcome: RelocationOutcome.Blocked, reason });
+    if (state === FrameworkRuntimeState.Relocated && this.relocatedResult) return Promise.resolve(this.relocatedResult);
+    if (state === FrameworkRuntimeState.Draining) return blocked(RelocationReason.ShutdownRequested);
+    if (this.op) {
+      const same = this.op.options.mode === options.mode && this.op.options.targetApplicationVersion === options.targetApplicationVersion;
+      // Same options share the first operation and its deadline; different ones end at once.
+      return same ? this.op.promise : blocked(RelocationReason.OperationInProgress);
+    }
+    if (state !== FrameworkRuntimeState.Serving) return blocked(RelocationReason.RuntimeNotReady);
+    return this.start(options);
+  }
+
+  private start(options: ParsedRelocationOptions): Promise<RelocationResult> {
+    let resolve!: (r: RelocationResult) => void;
+    const promise = new Promise<RelocationResult>((r) => (resolve = r));
+    const op: Operation = { options, promise, actor: undefined as never };
+    this.op = op;
+    const machine = relocationSupervisorMachine.provide({
+      actors: {
+        preflight: fromPromise<PreflightOutput, void>(() => this.preflight()),
+        awaitTarget: fromPromise<NodeRef, void>(async ({ signal }) => {
+          const target = await this.awaitTarget(options, signal);
+          op.target = target;
+          return target;
+        }),
+        enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(() => this.enterRelocating(op)),
+        rollbackIntent: fromPromise<void, void>(() => this.rollbackIntent()),
+        unitPool: fromCallback<PoolCommand>(({ sendBack, receive }) => {
+          const pool = op.pool!;
+          receive((command) => pool.startBatch(command.batch, command.target, (report) => sendBack(report)));
+          return () => pool.stopStarting();
+        }),
+      },
+    });
+    const actor = createActor(machine, { input: { deadlineMs: options.deadlineMs }, clock: this.host.clock, inspect: this.host.options.inspect as never });
+    op.actor = actor;
+    actor.subscribe({
+      complete: () => resolve(this.finish(op, actor.getSnapshot().output!)),
+      error: (error) => {
+        this.host.log('error', 'relocation supervisor failed', error);
+        resolve(this.finish(op, { outcome: 'blocked', reason: RelocationReason.RelocationFailed, enteredRelocating: this.host.state === FrameworkRuntimeState.Relocating }));
+      },
+    });
+    actor.start();
+    return promise;
+  }
+
+  private finish(op: Operation, output: SupervisorOutput): RelocationResult {
+    const host = this.host;
+    const { mode, targetApplicationVersion } = op.options;
+    this.op = undefined;
+    let result: RelocationResult;
+    if (output.outcome === 'relocated') {
+      result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None };
+      this.relocatedResult = result;
+      host.transition('ALL_UNITS_DETACHED');
+      void host.publishDescriptor(FrameworkRuntimeState.Relocated).catch((e: unknown) => host.log('warn', 'Relocated descriptor not published', e));
+    } else {
+      result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Blocked, reason: output.reason };
+      if (this.rollbackUnconfirmed) {
+        // §13: no new work is accepted; bounded cleanup ends ForceStopped/TeardownFailed.
+        void host.shutdown({ deadlineMs: 5000 });
+      } else if (output.enteredRelocating && host.transition('SOURCE_RESTORED')) {
+        void host.publishDescriptor(FrameworkRuntimeState.Serving).catch((e: unknown) => host.log('warn', 'Serving descriptor not republished', e));
+      }
+    }
+    telemetry.relocation(result);
+    host.publish({ lastRelocation: result });
+    this.checkSafeToShutdown();
+    this.wakeSettled();
+    return result;
+  }
+
+  // ── supervisor steps ────────────────────────────────────────────────────────────────────
+
+  /** §4: the whole host at once, before any state or admission change. */
+  private async preflight(): Promise<PreflightOutput> {
+    const host = this.host;
+    await host.objects.settleInFlight();
+    try {
+      await host.stores.ping();
+      if (!host.lease || !(await host.stores.descriptors.renew(host.lease, host.options.timing.leaseMs)))
+        return { kind: 'blocked', reason: RelocationReason.StoreUnavailable };
+    } catch {
+      return { kind: 'blocked', reason: RelocationReason.StoreUnavailable };
+    }
+    for (const o of host.objects.values()) if (o.def.relocation.kind === 'disable') return { kind: 'blocked', reason: RelocationReason.RelocationDisabled };
+    if (host.transport?.hasManualPeers()) return { kind: 'blocked', reason: RelocationReason.ManualTopologyUnsupported };
+    return { kind: 'ready', hasUnits: host.objects.size > 0 };
+  }
+
+  private requiredTypes(): TypeCapability[] {
+    const defs = new Map<string, ObjectDefinition>();
+    for (const o of this.host.objects.values()) defs.set(o.def.type, o.def);
+    return [...defs.values()].map(describeType);
+  }
+
+  /** §5, §5.1: source state and admission are kept while waiting for a target. */
+  private async awaitTarget(options: ParsedRelocationOptions, signal: AbortSignal): Promise<NodeRef> {
+    const host = this.host;
+    for (;;) {
+      const descriptors = await host.discover();
+      const selection = selectTarget({
+        source: { ...host.self, maintenanceWave: host.options.maintenanceWave },
+        targetApplicationVersion: options.targetApplicationVersion,
+        requiredTypes: this.requiredTypes(),
+        objectCount: host.objects.size,
+        descriptors,
+        isReadyOnEveryMesh: (peer) => host.transport?.isReadyOnEveryMesh(peer) ?? false,
+      });
+      this.lastSelection = selection.survivors;
+      if (selection.target) return { nodeId: selection.target.nodeId, lifecycleGeneration: selection.target.lifecycleGeneration };
+      if (signal.aborted) throw signal.reason;
+      await Promise.race([host.nextTopologyChange(signal), sleep(host.clock, host.options.timing.discoveryIntervalMs, signal).catch(() => undefined)]);
+      if (signal.aborted) throw signal.reason;
+    }
+  }
+
+  /** Relocating: admission closes, the inventory is fixed once (§7), the Relocating descriptor is published. */
+  private async enterRelocating(op: Operation): Promise<UnitCounts> {
+    const host = this.host;
+    host.transition('RELOCATE_INTENT_PUBLISHED');
+    const inventory = fixInventory(host.objects);
+    op.pool = new UnitPool(this, inventory);
+    const published = await host.publishDescriptor(FrameworkRuntimeState.Relocating);
+    if (!published) throw new Error('the Relocating descriptor was not written (owner lease not held)');
+    const [b1, b2, b3] = inventory.batches;
+    return { batch1: b1.length, batch2: b2.length, batch3: b3.length };
+  }
+
+  /** §13: every attempted descriptor goes back to Serving; an unconfirmed rollback is remembered. */
+  private async rollbackIntent(): Promise<void> {
+    try {
+      if (!(await this.host.publishDescriptor(FrameworkRuntimeState.Serving))) this.rollbackUnconfirmed = true;
+    } catch (error) {
+      this.host.log('error', 'descriptor rollback to Serving could not be confirmed', error);
+      this.rollbackUnconfirmed = true;
+    }
+  }
+
+  // ── source units ────────────────────────────────────────────────────────────────────────
+
+  registerSource(actor: object, unit: SourceUnit): void {
+    this.sourceByActor.set(actor, unit);
+    this.sources.set(unit.plan.id, unit);
+  }
+
+  unregisterSource(_actor: object, unit: SourceUnit): void {
+    this.sources.delete(unit.plan.id);
+    this.wakeSettled();
+  }
+
+  estimateBytes(plan: UnitPlan): number {
+    const per = (o: Hosted) => this.bytesPerType.get(o.def.type) ?? DEFAULT_OBJECT_BYTES;
+    let bytes = per(plan.root);
+    for (const m of plan.members) bytes += per(m);
+    return bytes;
+  }
+
+  recordBytes(plan: UnitPlan, bytes: number): void {
+    const count = 1 + plan.members.length;
+    const previous = this.bytesPerType.get(plan.root.def.type);
+    const each = Math.ceil(bytes / count);
+    this.bytesPerType.set(plan.root.def.type, previous === undefined ? each : Math.ceil((previous * 7 + each) / 8));
+  }
+
+  /** S1 reached: Message Follow and the retransmission copy start; Spots close with RelocationOut (§10.5). */
+  onCutOver(unit: SourceUnit, relay: Envelope[], _submitOk: boolean): void {
+    telemetry.sourceStop(unit.s1 - unit.s0, { unitKind: unit.plan.kind });
+    this.follows.push({ keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
+    this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
+    const root = unit.plan.root;
+    if (unit.plan.kind === 'spotWide' || unit.plan.kind === 'instance') this.closeRelocatedOut(root, (root.def as { onClosing?: ClosingCallback }).onClosing);
+  }
+
+  /** OnClosing(RelocationOut) on the detached source instance; a throw is logged, never un-moves anything. */
+  closeRelocatedOut(spot: Hosted, onClosing: ClosingCallback | undefined): void {
+    if (!onClosing) return;
+    try {
+      const result = onClosing(spot.state, 'RelocationOut', spot.ctx);
+      if (result && typeof (result as Promise<unknown>).then === 'function')
+        (result as Promise<unknown>).then(undefined, (e: unknown) => this.host.log('warn', `onClosing(RelocationOut) of ${spot.key} threw`, e));
+    } catch (error) {
+      this.host.log('warn', `onClosing(RelocationOut) of ${spot.key} threw`, error);
+    }
+  }
+
+  /** §13: a connection re-established within the window gets the relay batch and cutover again. */
+  onPeer(peer: PeerInfo): void {
+    if (peer.state !== 'Ready' || this.copies.size === 0) return;
+    for (const copy of this.copies.values()) {
+      if (!sameNode(copy.target, peer)) continue;
+      this.host.transport?.send(copy.target, { t: RELOCATION_MESSAGE.cutover, u: copy.unit, relay: copy.relay, retransmit: true });
+    }
+  }
+
+  private checkSafeToShutdown(): void {
+    const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0;
+    if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
+  }
+
+  // ── target units ────────────────────────────────────────────────────────────────────────
+
+  get inboundObjects(): number {
+    return this.stagedObjects;
+  }
+
+  staging(key: ObjectKey): ((env: Envelope) => void) | undefined {
+    return this.stagingByKey.get(key)?.stage;
+  }
+
+  unstage(unit: TargetUnit): void {
+    let removed = false;
+    for (const key of unit.keys) {
+      if (this.stagingByKey.get(key) === unit) {
+        this.stagingByKey.delete(key);
+        removed = true;
+      }
+    }
+    if (removed) this.stagedObjects -= unit.objectCount;
+  }
+
+  onControl(from: NodeRef, raw: RuntimeMessage): void {
+    const message = parseRelocationMessage(raw);
+    if (!message) return this.host.log('warn', `invalid relocation message '${String(raw.t)}' from ${from.nodeId} dropped`);
+    switch (message.t) {
+      case RELOCATION_MESSAGE.prepare:
+        return this.onPrepare(from, message);
+      case RELOCATION_MESSAGE.cutover:
+        return this.targets.get(message.u)?.onCutover(message);
+      case RELOCATION_MESSAGE.abort:
+        return this.targets.get(message.u)?.onAbort();
+      default:
+        return this.onSourceReply(from, message);
+    }
+  }
+
+  private onSourceReply(from: NodeRef, message: RelocationMessage): void {
+    const unit = this.sources.get((message as { u: string }).u);
+    if (unit && sameNode(unit.target, from)) unit.onReply(message);
+  }
+
+  private onPrepare(from: NodeRef, message: Extract<RelocationMessage, { t: 'r.prepare' }>): void {
+    const host = this.host;
+    const transport = host.transport;
+    const existing = this.targets.get(message.u);
+    // §17: resending the same relocation request does not create the temporary queue or Restore twice.
+    if (existing) return void transport?.send(from, { t: RELOCATION_MESSAGE.prepared, u: message.u });
+    const fail = (reason: RelocationReason, error: string) => transport?.send(from, { t: RELOCATION_MESSAGE.fail, u: message.u, reason, error });
+    if (host.state !== FrameworkRuntimeState.Serving || this.closed)
+      return void fail(RelocationReason.RelocationFailed, `target is ${nameOf(FrameworkRuntimeState, host.state)}, not Serving`);
+    const unit = new TargetUnit(this, from, message);
+    const refusal = unit.check();
+    if (refusal !== undefined) return void fail(refusal, 'types, policies, adapters or capacity do not match this target');
+    for (const key of unit.keys) {
+      if (host.objects.get(key) || this.stagingByKey.has(key)) return void fail(RelocationReason.RelocationFailed, `object ${key} already exists on the target`);
+    }
+    for (const key of unit.keys) this.stagingByKey.set(key, unit);
+    this.stagedObjects += unit.objectCount;
+    this.targets.set(message.u, unit);
+    const actor = createActor(this.targetMachine, {
+      input: { cutoverWaitMs: host.options.timing.relocationCutoverWaitTimeoutMs },
+      clock: host.clock,
+      inspect: host.options.inspect as never,
+    });
+    unit.actor = actor;
+    this.targetByActor.set(actor, unit);
+    this.activeTargets++;
+    actor.subscribe({
+      complete: () => {
+        const output = actor.getSnapshot().output as UnitTargetOutput;
+        if (output.fellBack) telemetry.cutoverTimeout({ unitKind: message.kind });
+        this.activeTargets--;
+        this.finishedTargets.push(message.u);
+        this.wakeSettled();
+      },
+      error: (error) => {
+        host.log('error', `target unit ${message.u} machine failed`, error);
+        this.activeTargets--;
+        this.unstage(unit);
+        this.targets.delete(message.u);
+        this.wakeSettled();
+      },
+    });
+    actor.start();
+    transport?.send(from, { t: RELOCATION_MESSAGE.prepared, u: message.u });
+  }
+
+  onPayload(from: NodeRef, payloadId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
+    const unit = this.targets.get(payloadId);
+    if (!unit || !sameNode(unit.source, from)) return this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
+    unit.onPayload(result);
+  }
+
+  // ── shutdown and diagnostics ──────────────────────────────────────────────────────────────
+
+  /** §14 race table: a pending Relocate ends Blocked/ShutdownRequested; the current units finish. */
+  onShutdownSealed(): void {
+    this.op?.actor.send({ type: 'SHUTDOWN_REQUESTED' });
+  }
+
+  /** Resolves once no source or target unit is in flight (§14 step 3). */
+  settled(): Promise<void> {
+    if (this.isSettled()) return Promise.resolve();
+    return new Promise((resolve) => this.settleWaiters.push(resolve));
+  }
+
+  private isSettled(): boolean {
+    return !this.op && this.sources.size === 0 && this.activeTargets === 0;
+  }
+
+  private wakeSettled(): void {
+    if (!this.isSettled()) return;
+    const waiters = this.settleWaiters;
+    this.settleWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /** §14: Message Follow routes and retransmission copies go with the transport (each cleaned once). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const unit of this.sources.values()) unit.requestStop();
+    this.follows.clear();
+    this.copies.clear();
+    this.finishedTargets.clear();
+  }
+
+  diagnostics(limit: number): RelocationDiagnostics {
+    const host = this.host;
+    const sourceByState: Record<string, number> = {};
+    for (const unit of this.sources.values()) {
+      const value = String(unit.actor.getSnapshot().value);
+      sourceByState[value] = (sourceByState[value] ?? 0) + 1;
+    }
+    const blockers: { object: string; reason: string }[] = [];
+    let blockersTotal = 0;
+    const add = (object: string, reason: string) => {
+      blockersTotal++;
+      if (blockers.length < limit) blockers.push({ object, reason });
+    };
+    for (const o of host.objects.values()) if (o.def.relocation.kind === 'disable') add(o.key, 'RelocationDisabled');
+    for (const unit of this.sources.values()) {
+      const value = String(unit.actor.getSnapshot().value);
+      if (value === 'budget') add(unit.plan.root.key, 'waiting for payload budget');
+      else if (value === 'safePoint') add(unit.plan.root.key, 'waiting for the current turn or application safe point');
+      else if (value === 'preparing') add(unit.plan.root.key, 'waiting for the target temporary queue');
+    }
+    if (host.transport?.hasManualPeers()) add('topology', 'ManualTopologyUnsupported');
+    const op = this.op;
+    return {
+      state: nameOf(FrameworkRuntimeState, host.state),
+      safeToShutdown: host.status.safeToShutdown,
+      ...(op
+        ? {
+            operation: {
+              mode: op.options.mode,
+              targetApplicationVersion: op.options.targetApplicationVersion,
+              phase: JSON.stringify(op.actor.getSnapshot().value),
+              ...(op.target ? { target: op.target } : {}),
+            },
+          }
+        : {}),
+      ...(this.lastSelection ? { lastSelection: this.lastSelection } : {}),
+      units: { sourceInFlight: this.sources.size, sourceByState, targetInFlight: this.activeTargets },
+      followRoutes: this.follows.size,
+      retransmissionCopies: this.copies.size,
+      blockers,
+      blockersTotal,
+    };
+  }
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type ClosingCallback = (state: unknown, reason: ClosingReason, ctx: any) => unknown;

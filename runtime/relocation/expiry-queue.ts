@@ -1,0 +1,67 @@
+/**
+ * Entries that expire after one fixed duration, in insertion order, behind a single timer. Message Follow
+ * routes (S1 → S4) and cutover retransmission copies (S1 + cutover wait) both use it, so their cost per unit
+ * is an array push, not a timer or a machine state per unit (DESIGN.md measured traps).
+ */
+import type { Clock } from '../clock';
+
+export class ExpiryQueue<T> {
+  private items: { at: number; value: T }[] = [];
+  private head = 0;
+  private timer: unknown;
+  private armedFor = Infinity;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly durationMs: number,
+    /** Called exactly once per entry: at expiry, or from clear(). */
+    private readonly onExpire: (value: T, expiredAt: number) => void,
+  ) {}
+
+  get size(): number {
+    return this.items.length - this.head;
+  }
+
+  push(value: T): void {
+    this.items.push({ at: this.clock.now() + this.durationMs, value });
+    this.arm();
+  }
+
+  *values(): IterableIterator<T> {
+    for (let i = this.head; i < this.items.length; i++) yield this.items[i]!.value;
+  }
+
+  /** Expires everything now (shutdown removes routes and copies with the transport, §14). */
+  clear(): void {
+    this.clock.clearTimeout(this.timer);
+    this.armedFor = Infinity;
+    const now = this.clock.now();
+    const rest = this.items.slice(this.head);
+    this.items = [];
+    this.head = 0;
+    for (const item of rest) this.onExpire(item.value, now);
+  }
+
+  private arm(): void {
+    const next = this.items[this.head];
+    if (!next || next.at >= this.armedFor) return;
+    this.clock.clearTimeout(this.timer);
+    this.armedFor = next.at;
+    this.timer = this.clock.setTimeout(() => this.fire(), Math.max(0, next.at - this.clock.now()));
+  }
+
+  private fire(): void {
+    this.armedFor = Infinity;
+    const now = this.clock.now();
+    while (this.head < this.items.length && this.items[this.head]!.at <= now) {
+      const item = this.items[this.head]!;
+      this.items[this.head++] = undefined as never;
+      this.onExpire(item.value, now);
+    }
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    this.arm();
+  }
+}

@@ -1,0 +1,245 @@
+/**
+ * Driver of one source unit: performs the I/O the unit-source machine's actions name and reports each
+ * milestone back as one event (DESIGN.md "Unit handoff (source)").
+ */
+import type { Actor } from 'xstate';
+import type { unitSourceMachine } from '../../machines/unit-source.machine';
+import type { NodeRef } from '../../stores/types';
+import type { BudgetLease, RuntimeMessage } from '../../transport/types';
+import type { SpotDefinition } from '../definitions';
+import type { Envelope } from '../envelope';
+import type { Lane, WorkItem } from '../lane';
+import type { Hosted } from '../objects';
+import type { TimerRegistration } from '../timers';
+import { RelocationReason } from '../wire';
+import type { RelocationCoordinator } from './coordinator';
+import { unitObjects, type UnitPlan } from './inventory';
+import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';
+import { describeType } from './compatibility';
+import { RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+
+export class SourceUnit {
+  actor!: Actor<typeof unitSourceMachine>;
+  readonly objects: Hosted[];
+  readonly keys: Set<string>;
+  /** Ingress hold (§12): one array for the whole unit keeps arrival order across its objects. */
+  readonly hold: Envelope[] = [];
+  private readonly stop = new AbortController();
+  private lease: BudgetLease | undefined;
+  private paused = false;
+  private prepareSent = false;
+  private captured: WorkItem[] = [];
+  private replyTimer: unknown;
+  s0 = 0;
+  s1 = 0;
+  state: 'waiting' | 'sealed' | 'crossed' | 'done' = 'waiting';
+
+  constructor(
+    private readonly coord: RelocationCoordinator,
+    readonly plan: UnitPlan,
+    readonly target: NodeRef,
+  ) {
+    this.objects = unitObjects(plan);
+    this.keys = new Set(this.objects.map((o) => o.key));
+  }
+
+  private get lane(): Lane {
+    return this.plan.root.lane;
+  }
+
+  private send(message: RuntimeMessage): boolean {
+    return this.coord.host.transport?.send(this.target, message) ?? false;
+  }
+
+  // ── actions of the unit-source machine ───────────────────────────────────────────────
+
+  acquireBudget(): void {
+    const transport = this.coord.host.transport;
+    if (!transport) return void this.actor.send({ type: 'STOP' });
+    transport.acquireBudget(this.target, this.coord.estimateBytes(this.plan), this.stop.signal).then(
+      (lease) => {
+        if (this.stop.signal.aborted) return lease.release();
+        this.lease = lease;
+        this.actor.send({ type: 'BUDGET_ACQUIRED' });
+      },
+      () => {
+        // Aborted (STOP) or the transport closed: the machine is already ending or will get STOP.
+        if (!this.stop.signal.aborted) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+      },
+    );
+  }
+
+  prepareTarget(): void {
+    this.prepareSent = true;
+    const ok = this.send({
+      t: RELOCATION_MESSAGE.prepare,
+      u: this.plan.id,
+      kind: this.plan.kind,
+      keys: [...this.keys],
+      types: this.typesInUse(),
+    });
+    if (!ok) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+  }
+
+  private typesInUse() {
+    const seen = new Map<string, ReturnType<typeof describeType>>();
+    for (const o of this.objects) if (!seen.has(o.def.type)) seen.set(o.def.type, describeType(o.def));
+    return [...seen.values()];
+  }
+
+  awaitSafePoint(): void {
+    const root = this.plan.root;
+    if (this.plan.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') {
+      // §7: the application registers the turn boundary with relocationReady().defer().
+      this.coord.host.objects.deferListeners.set(root.key, () => {
+        this.coord.host.objects.deferListeners.delete(root.key);
+        this.pauseLane();
+      });
+      return;
+    }
+    this.pauseLane();
+  }
+
+  private pauseLane(): void {
+    this.paused = true;
+    void this.lane.pause().then(() => {
+      if (!this.stop.signal.aborted) this.actor.send({ type: 'SAFE_POINT' });
+    });
+  }
+
+  sealAndTransfer(): void {
+    const clock = this.coord.host.clock;
+    this.state = 'sealed';
+    this.s0 = clock.now(); // S0: source admission seal (§8)
+    const timers = new Map<string, TimerRegistration[]>();
+    const shell = this.plan.kind === 'perActorShell';
+    for (const o of this.objects) {
+      o.hold = this.hold;
+      const regs = o.timers.freeze();
+      // §12: Spot-level timers of a PerActor Spot do not move.
+      timers.set(o.key, shell ? [] : regs);
+    }
+    this.captured = this.lane.take((item) => item.k !== 'ctl' && this.keys.has(item.to));
+    let bytes: Buffer;
+    try {
+      const objects: CapturedObject[] = this.objects.map((o) => this.captureObject(o, timers.get(o.key)!));
+      const queue: CapturedItem[] = [];
+      for (const item of this.captured) {
+        if (item.k === 'msg') queue.push({ k: 'msg', to: item.to, env: item.env });
+        else if (item.k === 'tick' && !shell) queue.push({ k: 'tick', to: item.to, name: item.name });
+      }
+      bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects, queue });
+    } catch (error) {
+      this.coord.host.log('warn', `capture of ${this.plan.root.key} failed`, error);
+      return void this.actor.send({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
+    }
+    this.coord.recordBytes(this.plan, bytes.length);
+    void this.transfer(bytes);
+  }
+
+  private captureObject(o: Hosted, timers: TimerRegistration[]): CapturedObject {
+    const policy = o.def.relocation;
+    const shell = this.plan.kind === 'perActorShell';
+    let state: string | undefined;
+    if (!shell && policy.kind === 'preserve') state = Buffer.from(policy.capture(o.state)).toString('base64');
+    return {
+      key: o.key,
+      type: o.def.type,
+      gen: o.objectGeneration,
+      auth: o.authorityGeneration,
+      mode: o.mode,
+      ...(o.spotId !== undefined ? { spot: o.spotId } : {}),
+      ...(state !== undefined ? { state } : {}),
+      timers,
+    };
+  }
+
+  private async transfer(bytes: Buffer): Promise<void> {
+    const transport = this.coord.host.transport!;
+    const lease = this.lease!;
+    try {
+      // The estimate was low: the extra waits here (after the seal) rather than overrunning the budget.
+      if (bytes.length > lease.bytes) await lease.grow(bytes.length - lease.bytes);
+      await transport.sendPayload(this.target, this.plan.id, bytes, lease);
+    } catch (error) {
+      lease.release();
+      if (this.state !== 'sealed') return;
+      const name = (error as Error).name;
+      // Nothing reached the target, or it explicitly rejected the chunks: a safe abort (§11, §13).
+      if (name === 'PeerUnavailableError' || name === 'PayloadRejectedError')
+        return void this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+      // Anything else: the target may have restored and replied; never reopen the source (§8).
+      return void this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    }
+    if (this.state !== 'sealed') return;
+    // The target restores on intake and answers at once; no answer by then is indeterminate (§8).
+    const wait = Math.max(1000, this.coord.host.options.timing.relocationCutoverWaitTimeoutMs);
+    this.replyTimer = this.coord.host.clock.setTimeout(() => {
+      if (this.state === 'sealed') this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    }, wait);
+  }
+
+  /** r.prepared / r.fail / r.ready from the target. */
+  onReply(message: RelocationMessage): void {
+    if (message.t === RELOCATION_MESSAGE.prepared) this.actor.send({ type: 'PREPARED' });
+    else if (message.t === RELOCATION_MESSAGE.ready) this.actor.send({ type: 'RELAY_READY' });
+    else if (message.t === RELOCATION_MESSAGE.fail) this.actor.send({ type: 'FAILED', reason: message.reason as RelocationReason });
+  }
+
+  relayAndCutover(): void {
+    const host = this.coord.host;
+    this.coord.host.clock.clearTimeout(this.replyTimer);
+    this.state = 'crossed';
+    // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
+    const relay = [...this.hold];
+    const ok = this.send({ t: RELOCATION_MESSAGE.cutover, u: this.plan.id, relay });
+    this.s1 = host.clock.now(); // S1: terminal of the one-way cutover submit
+    for (const o of this.objects) {
+      o.hold = undefined;
+      // From here arriving messages follow to the target over the same connection, after the cutover.
+      host.router.setFollow(o.key, this.target);
+      host.objects.forget(o.key);
+    }
+    this.coord.onCutOver(this, relay, ok);
+    this.actor.send({ type: 'CUTOVER_SUBMITTED', ok });
+  }
+
+  restoreSource(): void {
+    const objects = this.coord.host.objects;
+    this.coord.host.clock.clearTimeout(this.replyTimer);
+    this.state = 'done';
+    // §11: original queue first, then what arrived during the hold, in arrival order.
+    const held: WorkItem[] = this.hold.map((env) => ({ k: 'msg', to: env.to, env }));
+    for (const o of this.objects) {
+      o.hold = undefined;
+      o.timers.thaw();
+    }
+    this.lane.unshift([...this.captured, ...held]);
+    this.resumeLane();
+    this.lease?.release();
+    if (this.prepareSent) this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
+    const root = this.plan.root;
+    if (this.plan.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') objects.runReadyCompleted(root, 'Continued');
+  }
+
+  abandon(): void {
+    this.stop.abort();
+    this.state = 'done';
+    this.lease?.release();
+    const listeners = this.coord.host.objects.deferListeners;
+    listeners.delete(this.plan.root.key);
+    this.resumeLane();
+    if (this.prepareSent) this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
+  }
+
+  /** STOP (deadline, shutdown): honoured only before the seal. */
+  requestStop(): void {
+    if (this.state === 'waiting') this.actor.send({ type: 'STOP' });
+  }
+
+  private resumeLane(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.lane.resume();
+  }
+}

@@ -1,0 +1,242 @@
+/**
+ * Driver of one target unit (DESIGN.md "Unit handoff (target)"): the temporary queue group, restore, the
+ * owner CAS (S2), the ordered merge and dispatch opening (S3). Nothing staged runs before the CAS applied.
+ */
+import type { Actor } from 'xstate';
+import type { unitTargetMachine } from '../../machines/unit-target.machine';
+import { StoreUnavailableError, type NodeRef, type ObjectId } from '../../stores/types';
+import { sleep } from '../clock';
+import type { SpotDefinition } from '../definitions';
+import type { Envelope } from '../envelope';
+import { idOf, spotKey } from '../keys';
+import type { Lane, WorkItem } from '../lane';
+import type { Hosted } from '../objects';
+import { telemetry } from '../telemetry';
+import { RelocationReason } from '../wire';
+import type { RelocationCoordinator } from './coordinator';
+import { compatible, describeType } from './compatibility';
+import { decodePayload, type UnitPayload } from './payload';
+import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareMessage } from './protocol';
+
+export class TargetUnit {
+  actor!: Actor<typeof unitTargetMachine>;
+  readonly keys: string[];
+  /** Saved work: the source's unexecuted queue, as captured. */
+  private saved: WorkItem[] = [];
+  /** The pre-boundary relay span; a retransmission replaces it whole (§13). */
+  private relay: Envelope[] = [];
+  /** Remaining temporary work: what arrived here (followed or direct) after the relay, in arrival order. */
+  private temporary: Envelope[] = [];
+  private restored: Hosted[] = [];
+  private lane: Lane | undefined;
+  private payload: UnitPayload | undefined;
+  private readyAt = 0;
+  private s2 = 0;
+  private opened = false;
+  private relayIds = new Set<string>();
+
+  constructor(
+    private readonly coord: RelocationCoordinator,
+    readonly source: NodeRef,
+    readonly prepare: PrepareMessage,
+  ) {
+    this.keys = prepare.keys;
+  }
+
+  get objectCount(): number {
+    return this.keys.length;
+  }
+
+  /** Checks types and capacity before registering the temporary queue. */
+  check(): RelocationReason | undefined {
+    const host = this.coord.host;
+    for (const cap of this.prepare.types) {
+      const def = host.types.get(cap.type);
+      if (!def || !compatible(cap, describeType(def))) return RelocationReason.StateIncompatible;
+    }
+    if (host.objects.size + this.coord.inboundObjects + this.keys.length > host.options.capacity) return RelocationReason.StateIncompatible;
+    return undefined;
+  }
+
+  /** The temporary queue of every object of this unit (§10.3: one group, each record keeps its target). */
+  stage = (env: Envelope): void => {
+    if (this.opened) return void this.coord.host.router.dispatch(env, true);
+    this.temporary.push(env);
+  };
+
+  onPayload(result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
+    if (this.payload) return void this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u }); // resent: restore once
+    if (!result.ok) return this.fail(RelocationReason.RelocationFailed, `payload rejected: ${result.error.message}`);
+    try {
+      this.payload = decodePayload(result.bytes);
+      this.restore(this.payload);
+    } catch (error) {
+      this.restored = [];
+      return this.fail(RelocationReason.RelocationFailed, `restore failed: ${(error as Error).message}`);
+    }
+    this.readyAt = this.coord.host.clock.now();
+    this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u });
+    this.actor.send({ type: 'RESTORED' });
+  }
+
+  private restore(payload: UnitPayload): void {
+    const host = this.coord.host;
+    const lane = host.objects.newLane();
+    lane.pause(); // nothing runs before the owner CAS and the merge (§10.3)
+    this.lane = lane;
+    const pendingTicks = new Map<string, Set<string>>();
+    for (const item of payload.queue) if (item.k === 'tick') (pendingTicks.get(item.to) ?? pendingTicks.set(item.to, new Set()).get(item.to)!).add(item.name);
+    const seqs = new Map<string, Map<string, number>>();
+    const sharedLane = payload.kind === 'spotWide';
+    for (const c of payload.objects) {
+      const def = host.objects.definition(c.type);
+      const ownLane = sharedLane || c.key === payload.objects[0]!.key ? lane : host.objects.newLane();
+      const hosted = host.objects.newHosted(c.key, def, c.mode, ownLane, c.gen, c.auth, c.spot);
+      const policy = def.relocation;
+      // §9: PreserveStateWith restores the adapter's bytes; RecreateOnRelocation and PerActor shells run the factory.
+      hosted.state = c.state !== undefined && policy.kind === 'preserve' ? policy.restore(Buffer.from(c.state, 'base64')) : def.create(c.key.slice(2));
+      seqs.set(c.key, hosted.timers.install(c.timers, pendingTicks.get(c.key) ?? new Set()));
+      this.restored.push(hosted);
+    }
+    this.saved = payload.queue.map((item): WorkItem => {
+      if (item.k === 'msg') return { k: 'msg', to: item.to, env: item.env };
+      return { k: 'tick', to: item.to, name: item.name, seq: seqs.get(item.to)?.get(item.name) ?? -1 };
+    });
+  }
+
+  onCutover(message: CutoverMessage): void {
+    if (this.opened) {
+      // A late retransmission after dispatch opened: deliver only what was not relayed before.
+      for (const env of message.relay) if (!this.relayIds.has(env.id)) this.coord.host.router.dispatch(env, true);
+      return;
+    }
+    // Full replacement of the pre-boundary span (§13), never a per-message merge.
+    this.relay = message.relay;
+    this.actor.send({ type: 'CUTOVER' });
+  }
+
+  onAbort(): void {
+    this.actor.send({ type: 'ABORT' });
+  }
+
+  private reply(message: { t: string } & Record<string, unknown>): void {
+    this.coord.host.transport?.send(this.source, message);
+  }
+
+  private fail(reason: RelocationReason, error: string): void {
+    this.reply({ t: RELOCATION_MESSAGE.fail, u: this.prepare.u, reason, error });
+    this.actor.send({ type: 'RESTORE_FAILED' });
+  }
+
+  // ── actions of the unit-target machine ───────────────────────────────────────────────
+
+  /** S2: CAS source → target, retried on store errors until restore validity ends (§11). */
+  commitOwner(): void {
+    void this.commitLoop();
+  }
+
+  private async commitLoop(): Promise<void> {
+    const host = this.coord.host;
+    const validUntil = this.readyAt + host.options.timing.restoreValidityMs;
+    const opId = `reloc:${this.prepare.u}`;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const ok = await this.cas(opId);
+        if (ok) {
+          this.s2 = host.clock.now();
+          return void this.actor.send({ type: 'COMMITTED' });
+        }
+        host.log('error', `relocation ${this.prepare.u}: owner changed under the unit; prepared objects discarded`);
+        return void this.actor.send({ type: 'COMMIT_FAILED' });
+      } catch (error) {
+        if (!(error instanceof StoreUnavailableError) || host.clock.now() >= validUntil || this.coord.closed) {
+          host.log('error', `relocation ${this.prepare.u}: target ownership not confirmed before restore validity ended`, error);
+          return void this.actor.send({ type: 'COMMIT_FAILED' });
+        }
+        await sleep(host.clock, Math.min(1000, 20 * 2 ** attempt)).catch(() => undefined);
+      }
+    }
+  }
+
+  private async cas(opId: string): Promise<boolean> {
+    const host = this.coord.host;
+    const location = host.stores.location;
+    const root = this.restored[0]!;
+    const rootId: ObjectId = idOf(root.key);
+    if (this.prepare.kind === 'spotWide') {
+      const members = this.restored.slice(1);
+      const header = await location.stageAggregate({
+        relocationId: this.prepare.u,
+        spot: rootId,
+        expectedSpotAuthorityGeneration: root.authorityGeneration,
+        members: members.map((m) => ({ object: idOf(m.key), expectedAuthorityGeneration: m.authorityGeneration })),
+        opId: `${opId}:stage`,
+      });
+      const result = await location.commitAggregate({ relocationId: this.prepare.u, spot: rootId, owner: host.self, opId, header });
+      await location.discardAggregate(this.prepare.u, rootId).catch(() => undefined);
+      if (result.status === 'data-lost') {
+        // §13: unrecoverable; never guessed or rolled back.
+        host.log('error', `relocation ${this.prepare.u}: SpotWide target list does not match its header (DataLost)`);
+        return false;
+      }
+      if (result.status !== 'applied') return false;
+      root.authorityGeneration = result.spot!.authorityGeneration;
+      for (const m of members) m.authorityGeneration += 1; // the flip bumps every member's fencing token once
+      return true;
+    }
+    const result = await location.cas({ object: rootId, opId, expectedAuthorityGeneration: root.authorityGeneration, owner: host.self });
+    if (result.status !== 'applied') return false;
+    root.authorityGeneration = result.record!.authorityGeneration;
+    return true;
+  }
+
+  /** Merge in order, switch the route, OnRelocationReadyCompleted, open dispatch (S3). */
+  openDispatch(): void {
+    const host = this.coord.host;
+    this.opened = true;
+    for (const env of this.relay) this.relayIds.add(env.id);
+    for (const o of this.restored) {
+      host.objects.adopt(o);
+      host.router.invalidate(o.key);
+    }
+    this.coord.unstage(this);
+    const lane = this.lane!;
+    const root = this.restored[0]!;
+    if (this.prepare.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') host.objects.runReadyCompleted(root, 'Relocated');
+    const items: WorkItem[] = [...this.saved, ...this.relay.map((env): WorkItem => ({ k: 'msg', to: env.to, env })), ...this.temporary.map((env): WorkItem => ({ k: 'msg', to: env.to, env }))];
+    this.saved = [];
+    this.temporary = [];
+    for (const item of items) {
+      const owner = host.objects.get(item.to);
+      if (!owner) continue;
+      if (item.k === 'msg') host.objects.deliver(item.env);
+      else owner.lane.push(item);
+    }
+    for (const o of this.restored) o.timers.start();
+    for (const o of this.restored) if (o.lane !== lane) o.lane.resume();
+    lane.resume();
+    const s3 = host.clock.now();
+    telemetry.targetResume(s3 - this.s2, { unitKind: this.prepare.kind });
+    if (this.prepare.kind === 'perActorShell') {
+      // Member Actors whose own units opened before this shell re-link to it now.
+      for (const o of host.objects.values()) if (o.kind === 'actor' && o.spotId === root.id) root.members?.add(o.id);
+    }
+    if (root.kind === 'actor' && root.spotId !== undefined) host.objects.get(spotKey(root.spotId))?.members?.add(root.id);
+  }
+
+  discard(): void {
+    const host = this.coord.host;
+    this.coord.unstage(this);
+    for (const o of this.restored) o.timers.clear();
+    this.restored = [];
+    // §11: nothing in the temporary queue ran; requests get their one terminal.
+    for (const env of [...this.relay, ...this.temporary]) host.router.terminal(env, { ok: false, kind: 'unavailable', error: `relocation of ${env.to} was discarded` });
+    this.relay = [];
+    this.temporary = [];
+    this.saved = [];
+  }
+
+  get fellBack(): boolean {
+    return this.actor.getSnapshot().context.fellBack;
+  }
+}

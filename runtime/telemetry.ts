@@ -1,0 +1,73 @@
+/**
+ * OpenTelemetry instruments (§8, §16). No-ops unless the application installs an SDK. No IDs in labels:
+ * only state, mode, outcome and reason names. A telemetry failure never blocks the host.
+ */
+import { metrics, type Attributes } from '@opentelemetry/api';
+import { nameOf, FrameworkRuntimeState, RelocationMode, RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason } from './wire';
+import type { RelocationResult, TerminationResult } from './types';
+
+const meter = metrics.getMeter('zlink', '0.1.0');
+
+const interruption = meter.createHistogram('zlink.relocation.interruption', {
+  description: 'Source stop time per relocation unit: S0 (admission seal) → S1 (cutover submit terminal), source clock',
+  unit: 'ms',
+});
+const targetResume = meter.createHistogram('zlink.relocation.target_resume', {
+  description: 'Target resume time per unit: S2 (CAS confirmed) → S3 (dispatch open), target clock',
+  unit: 'ms',
+});
+const routeConvergence = meter.createHistogram('zlink.relocation.route_convergence', {
+  description: 'Route convergence per unit: S1 → S4 (Message Follow route removable), source clock',
+  unit: 'ms',
+});
+const cutoverTimeout = meter.createCounter('zlink.relocation.cutover_timeout', {
+  description: 'Cutover-wait fallbacks taken by targets',
+});
+const hostState = meter.createCounter('zlink.runtime.host.state_transitions', { description: 'Host lifecycle transitions by new state' });
+const hostRelocations = meter.createCounter('zlink.runtime.host.relocations', { description: 'Host Relocate results by mode, outcome and reason' });
+const hostTerminations = meter.createCounter('zlink.runtime.host.terminations', { description: 'Host Shutdown results by outcome and reason' });
+
+function safely(fn: () => void): void {
+  try {
+    fn();
+  } catch {
+    // §16: telemetry provider failure does not block operation progress.
+  }
+}
+
+export interface UnitTimings {
+  /** Which kind of unit: actor | perActorShell | spotWide | instance (bounded set, no IDs). */
+  readonly unitKind: string;
+}
+
+export const telemetry = {
+  sourceStop(ms: number, attrs: UnitTimings): void {
+    safely(() => interruption.record(ms, attrs as unknown as Attributes));
+  },
+  targetResume(ms: number, attrs: UnitTimings): void {
+    safely(() => targetResume.record(ms, attrs as unknown as Attributes));
+  },
+  routeConvergence(ms: number, attrs: UnitTimings): void {
+    safely(() => routeConvergence.record(ms, attrs as unknown as Attributes));
+  },
+  cutoverTimeout(attrs: UnitTimings): void {
+    safely(() => cutoverTimeout.add(1, attrs as unknown as Attributes));
+  },
+  hostState(state: number): void {
+    safely(() => hostState.add(1, { state: nameOf(FrameworkRuntimeState, state) }));
+  },
+  relocation(result: RelocationResult): void {
+    safely(() =>
+      hostRelocations.add(1, {
+        mode: nameOf(RelocationMode, result.mode),
+        outcome: nameOf(RelocationOutcome, result.outcome),
+        reason: nameOf(RelocationReason, result.reason),
+      }),
+    );
+  },
+  termination(result: TerminationResult): void {
+    safely(() =>
+      hostTerminations.add(1, { outcome: nameOf(TerminationOutcome, result.outcome), reason: nameOf(TerminationReason, result.reason) }),
+    );
+  },
+};
