@@ -4,7 +4,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/machines', '<rootDir>/runtime', '<rootDir>/stores', '<rootDir>/transport', '<rootDir>/spec-tests', '<rootDir>/tools'],
   testMatch: ['**/*.test.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', isolatedModules: true }] },
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   testTimeout: 30000,
   maxWorkers: 2,
 };

@@ -49,6 +49,9 @@ export class RedisClient {
       enableAutoPipelining: true,
       // connect() is called by ready(), so a first connection failure is a rejected promise we map, not an event.
       lazyConnect: true,
+      // How long close() lets a closing socket linger before destroying it. ioredis arms this timer even for a
+      // socket that already closed after a refused connect, and the timer holds the process open (default 2 s).
+      disconnectTimeout: 100,
       ...(settings.connectionName !== undefined && { connectionName: settings.connectionName }),
     });
     // ioredis emits 'error' on every failed (re)connect; without a listener Node would print or throw it.
