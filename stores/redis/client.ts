@@ -25,6 +25,7 @@ export interface RedisClientSettings {
 export class RedisClient {
   readonly redis: Redis;
   private connecting: Promise<void> | undefined;
+  private waiting: Promise<void> | undefined;
   private lastError: unknown;
 
   constructor(readonly settings: RedisClientSettings) {
@@ -64,10 +65,18 @@ export class RedisClient {
   /** Resolves when the connection is ready; rejects with StoreUnavailableError within about commandTimeoutMs. */
   async ready(): Promise<void> {
     if (this.redis.status === 'ready') return;
+    if (this.redis.status === 'end') throw new StoreUnavailableError('redis store is closed');
     if (this.redis.status === 'wait') this.connecting ??= this.redis.connect().catch((error: unknown) => {
       this.lastError = error;
     });
-    if (this.redis.status === 'end') throw new StoreUnavailableError('redis store is closed');
+    // One shared wait however many calls are waiting (a 128-key casMany would otherwise add 128 listeners).
+    this.waiting ??= this.waitReady().finally(() => {
+      this.waiting = undefined;
+    });
+    return this.waiting;
+  }
+
+  private async waitReady(): Promise<void> {
     let onReady = (): void => undefined;
     const ready = new Promise<boolean>((resolve) => {
       onReady = () => resolve(true);

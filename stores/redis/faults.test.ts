@@ -1,0 +1,145 @@
+/**
+ * Injected faults against a real Redis (§1.1): replies lost by timeout (CLIENT PAUSE) and connections killed
+ * mid-command (CLIENT KILL). Afterwards every store call has a definite outcome, and two competing CASes from two
+ * store instances never both apply.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StoreUnavailableError, type CasResult, type NodeRef, type ObjectId, type Stores } from '../types';
+import { RedisClient } from './client';
+import { FENCED } from './guarded';
+import { RedisKeys } from './keys';
+import { redisStores } from './redis-stores';
+import { adminClient, deleteKeys, describeWithRedis, REDIS_URL, uniquePrefix } from './test-redis';
+
+const prefix = uniquePrefix('faults');
+const admin = adminClient();
+const nodeA: NodeRef = { nodeId: 'node-a', lifecycleGeneration: 1 };
+const nodeB: NodeRef = { nodeId: 'node-b', lifecycleGeneration: 1 };
+const actor = (): ObjectId => ({ kind: 'actor', id: `a-${randomBytes(4).toString('hex')}` });
+
+describeWithRedis('redis faults', () => {
+  const names = { a: `zlink-fault-a-${randomBytes(3).toString('hex')}`, b: `zlink-fault-b-${randomBytes(3).toString('hex')}` };
+  // Short timeouts so a paused server loses replies quickly; enough attempts to outlast the pauses below.
+  const options = { url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 100, attempts: 8, backoffMs: 20 };
+  let a: Stores;
+  let b: Stores;
+  beforeAll(async () => {
+    a = redisStores({ ...options, connectionName: names.a });
+    b = redisStores({ ...options, connectionName: names.b });
+    await Promise.all([a.ping(), b.ping()]);
+  });
+  afterAll(async () => {
+    await Promise.all([a.close(), b.close()]);
+    await deleteKeys(admin, prefix);
+    admin.disconnect();
+  });
+
+  async function paused<T>(ms: number, mode: 'WRITE' | 'ALL', run: () => Promise<T>): Promise<T> {
+    await admin.call('CLIENT', 'PAUSE', String(ms), mode);
+    try {
+      return await run();
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+    }
+  }
+
+  const clientId = async (name: string): Promise<string> => {
+    const list = (await admin.call('CLIENT', 'LIST')) as string;
+    const line = list.split('\n').find((entry) => entry.includes(` name=${name} `));
+    return /id=(\d+)/.exec(line!)![1]!;
+  };
+
+  const competing = async (object: ObjectId): Promise<CasResult[]> =>
+    Promise.all([
+      a.location.cas({ object, opId: randomUUID(), expectedAuthorityGeneration: 1, owner: nodeA }),
+      b.location.cas({ object, opId: randomUUID(), expectedAuthorityGeneration: 1, owner: nodeB }),
+    ]);
+
+  function expectOneOwner(results: CasResult[], final: { owner: NodeRef; authorityGeneration: number } | undefined): void {
+    expect(results.map((result) => result.status).sort()).toEqual(['applied', 'conflict']);
+    const winner = results.find((result) => result.status === 'applied')!;
+    expect(final).toEqual(winner.record);
+    expect(final?.authorityGeneration).toBe(2);
+  }
+
+  test('replies lost to timeouts (CLIENT PAUSE WRITE): competing CASes resolve to exactly one owner', async () => {
+    const object = actor();
+    await a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() });
+    const started = Date.now();
+    const results = await paused(300, 'WRITE', () => competing(object));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250); // the replies really were lost and resolved
+    expectOneOwner(results, await a.location.get(object));
+  });
+
+  test('CLIENT PAUSE ALL: reads and writes both wait out the pause and stay definite', async () => {
+    const object = actor();
+    await a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() });
+    const results = await paused(250, 'ALL', () => competing(object));
+    expectOneOwner(results, await b.location.get(object));
+  });
+
+  test('a resolver that cannot learn the outcome rejects outcomeUnknown=true; the write may still apply later', async () => {
+    const object = actor();
+    await a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() });
+    const impatient = redisStores({ ...options, attempts: 2, backoffMs: 5 });
+    try {
+      const error = await paused(600, 'WRITE', () =>
+        impatient.location.cas({ object, opId: randomUUID(), expectedAuthorityGeneration: 1, owner: nodeB }).catch((e: unknown) => e),
+      );
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as StoreUnavailableError).outcomeUnknown).toBe(true);
+      // The timed-out script was still queued on the server and ran at unpause: only a read can tell.
+      expect(await a.location.get(object)).toMatchObject({ owner: nodeB, authorityGeneration: 2 });
+    } finally {
+      await impatient.close();
+    }
+  });
+
+  test('a fenced attempt never applies, even when the script runs after the fence', async () => {
+    const client = new RedisClient({ url: REDIS_URL, commandTimeoutMs: 1000, attempts: 2, backoffMs: 5, reconnectMaxMs: 100 });
+    const keys = new RedisKeys(prefix);
+    try {
+      const object = actor();
+      await a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() });
+      const key = keys.home(object);
+      const opKey = keys.op(key, 'late-op');
+      await client.ready();
+      expect(await client.script('opFence', [opKey], [60_000, 'token-1'])).toEqual([FENCED]);
+      const late = JSON.stringify({ t: 'token-1', e: 1, n: 'node-b', g: 1, to: key });
+      expect(await client.script('ownerCas', [key, opKey], [60_000, late])).toEqual([FENCED]);
+      expect(await a.location.get(object)).toMatchObject({ owner: nodeA, authorityGeneration: 1 });
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('connection killed mid-command (CLIENT KILL): the store reconnects, resolves, and there is one owner', async () => {
+    for (let round = 0; round < 5; round++) {
+      const object = actor();
+      await a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() });
+      const id = await clientId(names.a);
+      const results = await paused(150, 'WRITE', async () => {
+        const race = competing(object);
+        await sleep(10 + round * 10);
+        await admin.call('CLIENT', 'KILL', 'ID', id);
+        return race;
+      });
+      expectOneOwner(results, await a.location.get(object));
+    }
+  });
+
+  test('connection killed during a 128-key casMany: every result matches the store', async () => {
+    const objects = Array.from({ length: 128 }, actor);
+    await Promise.all(objects.map((object) => a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() })));
+    const id = await clientId(names.a);
+    const many = a.location.casMany(objects.map((object) => ({ object, opId: randomUUID(), expectedAuthorityGeneration: 1, owner: nodeB })));
+    setImmediate(() => void admin.call('CLIENT', 'KILL', 'ID', id));
+    const results = await many;
+    const records = await b.location.getMany(objects);
+    results.forEach((result, i) => {
+      expect(result.status).toBe('applied');
+      expect(records[i]).toEqual(result.record);
+    });
+  });
+});
