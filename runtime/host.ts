@@ -24,7 +24,8 @@ import {
 } from './options';
 import { RelocationCoordinator, type RelocationDiagnostics } from './relocation/coordinator';
 import { Router } from './router';
-import { StatusPublisher, type HostEventListener, type HostEventName } from './status';
+import { RELOCATION_CHANGED, StatusPublisher, TERMINATION_CHANGED, type HostEventListener, type HostEventName } from './status';
+import { UNIT_CHANGED, type UnitListener } from './relocation/events';
 import { telemetry } from './telemetry';
 import type { RelocationOptions, RelocationResult, RuntimeStatus, TerminationResult } from './types';
 import { FrameworkRuntimeState, TerminationOutcome, TerminationReason } from './wire';
@@ -49,6 +50,8 @@ export interface FrameworkRuntime {
   locate(ref: ObjectRef): Promise<NodeRef | undefined>;
   /** §16 events: 'zlink.runtime.host.relocation_changed' and 'zlink.runtime.host.termination_changed'. */
   on(event: HostEventName, listener: HostEventListener): () => void;
+  /** Per-unit points S0–S4 and outcomes, with ids (traces, tests). */
+  on(event: typeof UNIT_CHANGED, listener: UnitListener): () => void;
   /** Manual topology (§4): registering one makes Relocate end Blocked/ManualTopologyUnsupported. */
   registerManualPeer(mesh: string, endpoint: string): void;
 }
@@ -419,9 +422,14 @@ export class Host implements FrameworkRuntime {
     this.transport?.registerManualPeer(mesh, endpoint);
   }
 
-  on(event: HostEventName, listener: HostEventListener): () => void {
+  on(event: HostEventName, listener: HostEventListener): () => void;
+  on(event: typeof UNIT_CHANGED, listener: UnitListener): () => void;
+  on(event: HostEventName | typeof UNIT_CHANGED, listener: HostEventListener | UnitListener): () => void {
     if (typeof listener !== 'function') throw new ArgumentError('listener', 'must be a function');
-    return this.publisher.on(event, listener);
+    if (event === UNIT_CHANGED) return this.relocation.unitEvents.on(listener as UnitListener);
+    if (event !== RELOCATION_CHANGED && event !== TERMINATION_CHANGED)
+      throw new ArgumentError('event', `must be '${RELOCATION_CHANGED}', '${TERMINATION_CHANGED}' or '${UNIT_CHANGED}'`);
+    return this.publisher.on(event, listener as HostEventListener);
   }
 
   observe(opts?: { signal?: AbortSignal }): AsyncIterable<RuntimeStatus> {

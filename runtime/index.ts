@@ -36,6 +36,7 @@ export {
 export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi } from './context';
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED } from './status';
+export { UNIT_CHANGED, type UnitEvent, type UnitPoint } from './relocation/events';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores } from '../stores';
 export type { Stores, NodeRef } from '../stores/types';

@@ -6,26 +6,42 @@ import { metrics, type Attributes } from '@opentelemetry/api';
 import { nameOf, FrameworkRuntimeState, RelocationMode, RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason } from './wire';
 import type { RelocationResult, TerminationResult } from './types';
 
-const meter = metrics.getMeter('zlink', '0.1.0');
+/**
+ * Instruments are (re)made for whichever MeterProvider is global when they are used, so an SDK installed
+ * after this module loaded still receives everything.
+ */
+function makeInstruments() {
+  const meter = metrics.getMeter('zlink', '0.1.0');
+  return {
+    interruption: meter.createHistogram('zlink.relocation.interruption', {
+      description: 'Source stop time per relocation unit: S0 (admission seal) → S1 (cutover submit terminal), source clock',
+      unit: 'ms',
+    }),
+    targetResume: meter.createHistogram('zlink.relocation.target_resume', {
+      description: 'Target resume time per unit: S2 (CAS confirmed) → S3 (dispatch open), target clock',
+      unit: 'ms',
+    }),
+    routeConvergence: meter.createHistogram('zlink.relocation.route_convergence', {
+      description: 'Route convergence per unit: S1 → S4 (Message Follow route removable), source clock',
+      unit: 'ms',
+    }),
+    cutoverTimeout: meter.createCounter('zlink.relocation.cutover_timeout', { description: 'Cutover-wait fallbacks taken by targets' }),
+    hostState: meter.createCounter('zlink.runtime.host.state_transitions', { description: 'Host lifecycle transitions by new state' }),
+    hostRelocations: meter.createCounter('zlink.runtime.host.relocations', { description: 'Host Relocate results by mode, outcome and reason' }),
+    hostTerminations: meter.createCounter('zlink.runtime.host.terminations', { description: 'Host Shutdown results by outcome and reason' }),
+  };
+}
 
-const interruption = meter.createHistogram('zlink.relocation.interruption', {
-  description: 'Source stop time per relocation unit: S0 (admission seal) → S1 (cutover submit terminal), source clock',
-  unit: 'ms',
-});
-const targetResume = meter.createHistogram('zlink.relocation.target_resume', {
-  description: 'Target resume time per unit: S2 (CAS confirmed) → S3 (dispatch open), target clock',
-  unit: 'ms',
-});
-const routeConvergence = meter.createHistogram('zlink.relocation.route_convergence', {
-  description: 'Route convergence per unit: S1 → S4 (Message Follow route removable), source clock',
-  unit: 'ms',
-});
-const cutoverTimeout = meter.createCounter('zlink.relocation.cutover_timeout', {
-  description: 'Cutover-wait fallbacks taken by targets',
-});
-const hostState = meter.createCounter('zlink.runtime.host.state_transitions', { description: 'Host lifecycle transitions by new state' });
-const hostRelocations = meter.createCounter('zlink.runtime.host.relocations', { description: 'Host Relocate results by mode, outcome and reason' });
-const hostTerminations = meter.createCounter('zlink.runtime.host.terminations', { description: 'Host Shutdown results by outcome and reason' });
+let provider: unknown;
+let cached: ReturnType<typeof makeInstruments> | undefined;
+function instruments(): ReturnType<typeof makeInstruments> {
+  const current = metrics.getMeterProvider();
+  if (!cached || current !== provider) {
+    provider = current;
+    cached = makeInstruments();
+  }
+  return cached;
+}
 
 function safely(fn: () => void): void {
   try {
@@ -42,23 +58,23 @@ export interface UnitTimings {
 
 export const telemetry = {
   sourceStop(ms: number, attrs: UnitTimings): void {
-    safely(() => interruption.record(ms, attrs as unknown as Attributes));
+    safely(() => instruments().interruption.record(ms, attrs as unknown as Attributes));
   },
   targetResume(ms: number, attrs: UnitTimings): void {
-    safely(() => targetResume.record(ms, attrs as unknown as Attributes));
+    safely(() => instruments().targetResume.record(ms, attrs as unknown as Attributes));
   },
   routeConvergence(ms: number, attrs: UnitTimings): void {
-    safely(() => routeConvergence.record(ms, attrs as unknown as Attributes));
+    safely(() => instruments().routeConvergence.record(ms, attrs as unknown as Attributes));
   },
   cutoverTimeout(attrs: UnitTimings): void {
-    safely(() => cutoverTimeout.add(1, attrs as unknown as Attributes));
+    safely(() => instruments().cutoverTimeout.add(1, attrs as unknown as Attributes));
   },
   hostState(state: number): void {
-    safely(() => hostState.add(1, { state: nameOf(FrameworkRuntimeState, state) }));
+    safely(() => instruments().hostState.add(1, { state: nameOf(FrameworkRuntimeState, state) }));
   },
   relocation(result: RelocationResult): void {
     safely(() =>
-      hostRelocations.add(1, {
+      instruments().hostRelocations.add(1, {
         mode: nameOf(RelocationMode, result.mode),
         outcome: nameOf(RelocationOutcome, result.outcome),
         reason: nameOf(RelocationReason, result.reason),
@@ -67,7 +83,7 @@ export const telemetry = {
   },
   termination(result: TerminationResult): void {
     safely(() =>
-      hostTerminations.add(1, { outcome: nameOf(TerminationOutcome, result.outcome), reason: nameOf(TerminationReason, result.reason) }),
+      instruments().hostTerminations.add(1, { outcome: nameOf(TerminationOutcome, result.outcome), reason: nameOf(TerminationReason, result.reason) }),
     );
   },
 };

@@ -31,5 +31,7 @@ export const CloseCode = {
   Duplicate: 4009,
   Replaced: 4010,
   Vanished: 4011,
+  /** Closed on the runtime's request (`disconnect`); the dialing side reconnects with backoff. */
+  Disconnected: 4012,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

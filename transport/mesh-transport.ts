@@ -7,7 +7,7 @@
  * (RID + generation) on the primary mesh, i.e. per logical peer connection: it survives a reconnect of the same run
  * and is closed when that run is replaced or vanishes.
  */
-import { CHUNK_HEADER_MAX_BYTES, TRANSPORT_DEFAULTS } from './constants';
+import { CHUNK_HEADER_MAX_BYTES, CloseCode, TRANSPORT_DEFAULTS } from './constants';
 import type { PeerIdentity } from './connection';
 import { PayloadBudget } from './budget';
 import { PayloadRejectedError, PeerUnavailableError, TransportClosedError } from './errors';
@@ -179,6 +179,14 @@ export class MeshTransport implements Transport {
       throw err;
     }
     lease.release(); // intake acknowledged (§7: the source's budget is released by the target's intake)
+  }
+
+  /**
+   * Closes the current connection to `peer` on every mesh, as a network fault would; the dialing side
+   * reconnects with backoff while not sealed. Fault tests use it for §13 retransmission.
+   */
+  disconnect(peer: NodeRef): void {
+    for (const node of this.nodes) node.table.exchangeConnection(peer)?.close(CloseCode.Disconnected, 'disconnected on request');
   }
 
   seal(): void {

@@ -105,6 +105,8 @@ export interface Transport {
   seal(): void;
   /** Completes or cancels accepted callbacks and in-flight writes, then closes sockets and listeners. */
   close(): Promise<void>;
+  /** Closes the connection to a peer as a fault would (it reconnects); optional. */
+  disconnect?(peer: NodeRef): void;
   /** Counters (added by issue 3; optional so other implementations stay valid). */
   diagnostics?(): TransportDiagnostics;
 }

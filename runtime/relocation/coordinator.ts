@@ -26,6 +26,7 @@ import { telemetry } from '../telemetry';
 import type { RelocationResult } from '../types';
 import { FrameworkRuntimeState, nameOf, RelocationOutcome, RelocationReason } from '../wire';
 import { describeType } from './compatibility';
+import { UnitEvents, type UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { fixInventory, type UnitPlan } from './inventory';
 import { parseRelocationMessage, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
@@ -41,8 +42,19 @@ export interface RelocationDiagnostics {
   /** How many descriptors survived each §5 step in the last target search. */
   lastSelection?: SelectionResult['survivors'];
   units: { sourceInFlight: number; sourceByState: Record<string, number>; targetInFlight: number };
+  /** Units of the last fixed inventory (§7), by kind. */
+  lastInventory?: {
+    objects: number;
+    perActorShells: number;
+    actors: number;
+    spotWideAggregates: number;
+    instanceSpots: number;
+    spotWideMembers: number;
+  };
   followRoutes: number;
   retransmissionCopies: number;
+  retransmissionsSent: number;
+  retransmissionCopiesCleaned: number;
   /** Count-limited: objects and units holding the operation up, with why. */
   blockers: { object: string; reason: string }[];
   blockersTotal: number;
@@ -57,9 +69,10 @@ interface Operation {
 }
 
 interface FollowEntry {
+  readonly unit: string;
   readonly keys: ObjectKey[];
   readonly s1: number;
-  readonly kind: string;
+  readonly kind: UnitEvent['kind'];
 }
 
 interface RetransmissionCopy {
@@ -88,8 +101,11 @@ export class RelocationCoordinator {
   private readonly copies: ExpiryQueue<RetransmissionCopy>;
   /** Finished target units kept a while so late retransmissions are answered, then dropped. */
   private readonly finishedTargets: ExpiryQueue<string>;
-  /** Cleaned retransmission copies (each exactly once, §13). */
+  /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
+  retransmissionsSent = 0;
+  readonly unitEvents = new UnitEvents();
+  private lastInventory: RelocationDiagnostics['lastInventory'];
   closed = false;
   /** §13 last paragraph: a descriptor rollback that could not be confirmed ends in ForceStopped/TeardownFailed. */
   rollbackUnconfirmed = false;
@@ -103,6 +119,7 @@ export class RelocationCoordinator {
       // S4: the Message Follow route may be removed (source clock).
       for (const key of entry.keys) host.router.removeFollow(key);
       telemetry.routeConvergence(at - entry.s1, { unitKind: entry.kind });
+      this.emitUnit({ side: 'source', unit: entry.unit, kind: entry.kind, state: 'followEnded', point: 'S4', objects: entry.keys, at });
       this.checkSafeToShutdown();
     });
     this.copies = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, () => {
@@ -268,6 +285,15 @@ export class RelocationCoordinator {
     host.transition('RELOCATE_INTENT_PUBLISHED');
     const inventory = fixInventory(host.objects);
     op.pool = new UnitPool(this, inventory);
+    const [s, a, g] = inventory.batches;
+    this.lastInventory = {
+      objects: inventory.objectCount,
+      perActorShells: s.length,
+      actors: a.length,
+      spotWideAggregates: g.filter((u) => u.kind === 'spotWide').length,
+      instanceSpots: g.filter((u) => u.kind === 'instance').length,
+      spotWideMembers: g.reduce((n, u) => n + u.members.length, 0),
+    };
     const published = await host.publishDescriptor(FrameworkRuntimeState.Relocating);
     if (!published) throw new Error('the Relocating descriptor was not written (owner lease not held)');
     const [b1, b2, b3] = inventory.batches;
@@ -313,7 +339,7 @@ export class RelocationCoordinator {
   /** S1 reached: Message Follow and the retransmission copy start; Spots close with RelocationOut (§10.5). */
   onCutOver(unit: SourceUnit, relay: Envelope[], _submitOk: boolean): void {
     telemetry.sourceStop(unit.s1 - unit.s0, { unitKind: unit.plan.kind });
-    this.follows.push({ keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
+    this.follows.push({ unit: unit.plan.id, keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
     this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
     const root = unit.plan.root;
     if (unit.plan.kind === 'spotWide' || unit.plan.kind === 'instance') this.closeRelocatedOut(root, (root.def as { onClosing?: ClosingCallback }).onClosing);
@@ -336,13 +362,17 @@ export class RelocationCoordinator {
     if (peer.state !== 'Ready' || this.copies.size === 0) return;
     for (const copy of this.copies.values()) {
       if (!sameNode(copy.target, peer)) continue;
-      this.host.transport?.send(copy.target, { t: RELOCATION_MESSAGE.cutover, u: copy.unit, relay: copy.relay, retransmit: true });
+      if (this.host.transport?.send(copy.target, { t: RELOCATION_MESSAGE.cutover, u: copy.unit, relay: copy.relay, retransmit: true })) this.retransmissionsSent++;
     }
   }
 
   private checkSafeToShutdown(): void {
     const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0;
     if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
+  }
+
+  emitUnit(event: UnitEvent): void {
+    if (this.unitEvents.active) this.unitEvents.emit(event);
   }
 
   // ── target units ────────────────────────────────────────────────────────────────────────
@@ -509,8 +539,11 @@ export class RelocationCoordinator {
         : {}),
       ...(this.lastSelection ? { lastSelection: this.lastSelection } : {}),
       units: { sourceInFlight: this.sources.size, sourceByState, targetInFlight: this.activeTargets },
+      ...(this.lastInventory ? { lastInventory: this.lastInventory } : {}),
       followRoutes: this.follows.size,
       retransmissionCopies: this.copies.size,
+      retransmissionsSent: this.retransmissionsSent,
+      retransmissionCopiesCleaned: this.copiesCleaned,
       blockers,
       blockersTotal,
     };

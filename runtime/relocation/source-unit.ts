@@ -17,6 +17,7 @@ import { unitObjects, type UnitPlan } from './inventory';
 import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';
 import { describeType } from './compatibility';
 import { RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+import type { UnitEvent } from './events';
 
 export class SourceUnit {
   actor!: Actor<typeof unitSourceMachine>;
@@ -111,6 +112,7 @@ export class SourceUnit {
     const clock = this.coord.host.clock;
     this.state = 'sealed';
     this.s0 = clock.now(); // S0: source admission seal (§8)
+    this.event('sealed', 'S0', this.s0);
     const timers = new Map<string, TimerRegistration[]>();
     const shell = this.plan.kind === 'perActorShell';
     for (const o of this.objects) {
@@ -201,6 +203,7 @@ export class SourceUnit {
       host.objects.forget(o.key);
     }
     this.coord.onCutOver(this, relay, ok);
+    this.event('cutOver', 'S1', this.s1, { submitOk: ok });
     this.actor.send({ type: 'CUTOVER_SUBMITTED', ok });
   }
 
@@ -215,6 +218,7 @@ export class SourceUnit {
       o.timers.thaw();
     }
     this.lane.unshift([...this.captured, ...held]);
+    this.event('restored', undefined, this.coord.host.clock.now());
     this.resumeLane();
     this.lease?.release();
     if (this.prepareSent) this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
@@ -224,6 +228,7 @@ export class SourceUnit {
 
   abandon(): void {
     this.stop.abort();
+    this.event('notStarted', undefined, this.coord.host.clock.now());
     this.state = 'done';
     this.lease?.release();
     const listeners = this.coord.host.objects.deferListeners;
@@ -235,6 +240,11 @@ export class SourceUnit {
   /** STOP (deadline, shutdown): honoured only before the seal. */
   requestStop(): void {
     if (this.state === 'waiting') this.actor.send({ type: 'STOP' });
+  }
+
+  private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
+    if (!this.coord.unitEvents.active) return;
+    this.coord.emitUnit({ side: 'source', unit: this.plan.id, kind: this.plan.kind, batch: this.plan.batch, state, ...(point ? { point } : {}), objects: [...this.keys], at, ...extra });
   }
 
   private resumeLane(): void {

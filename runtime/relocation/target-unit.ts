@@ -17,6 +17,7 @@ import type { RelocationCoordinator } from './coordinator';
 import { compatible, describeType } from './compatibility';
 import { decodePayload, type UnitPayload } from './payload';
 import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareMessage } from './protocol';
+import type { UnitEvent } from './events';
 
 export class TargetUnit {
   actor!: Actor<typeof unitTargetMachine>;
@@ -76,6 +77,7 @@ export class TargetUnit {
     }
     this.readyAt = this.coord.host.clock.now();
     this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u });
+    this.event('relayReady', undefined, this.readyAt);
     this.actor.send({ type: 'RESTORED' });
   }
 
@@ -144,6 +146,7 @@ export class TargetUnit {
         const ok = await this.cas(opId);
         if (ok) {
           this.s2 = host.clock.now();
+          this.event('committed', 'S2', this.s2, { fellBack: this.fellBack });
           return void this.actor.send({ type: 'COMMITTED' });
         }
         host.log('error', `relocation ${this.prepare.u}: owner changed under the unit; prepared objects discarded`);
@@ -217,6 +220,7 @@ export class TargetUnit {
     lane.resume();
     const s3 = host.clock.now();
     telemetry.targetResume(s3 - this.s2, { unitKind: this.prepare.kind });
+    this.event('opened', 'S3', s3);
     if (this.prepare.kind === 'perActorShell') {
       // Member Actors whose own units opened before this shell re-link to it now.
       for (const o of host.objects.values()) if (o.kind === 'actor' && o.spotId === root.id) root.members?.add(o.id);
@@ -226,6 +230,7 @@ export class TargetUnit {
 
   discard(): void {
     const host = this.coord.host;
+    this.event('discarded', undefined, host.clock.now());
     this.coord.unstage(this);
     for (const o of this.restored) o.timers.clear();
     this.restored = [];
@@ -234,6 +239,11 @@ export class TargetUnit {
     this.relay = [];
     this.temporary = [];
     this.saved = [];
+  }
+
+  private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
+    if (!this.coord.unitEvents.active) return;
+    this.coord.emitUnit({ side: 'target', unit: this.prepare.u, kind: this.prepare.kind, state, ...(point ? { point } : {}), objects: this.keys, at, ...extra });
   }
 
   get fellBack(): boolean {
