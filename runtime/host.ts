@@ -10,7 +10,7 @@ import { createTransport } from '../transport';
 import type { PeerInfo, Transport } from '../transport/types';
 import { systemClock, type Clock } from './clock';
 import type { ObjectRef, RequestOptions } from './context';
-import { AdmissionError, ArgumentError, raceAbort, RequestError } from './errors';
+import { abortReason, AdmissionError, ArgumentError, raceAbort, RequestError } from './errors';
 import { checkId, keyOfRef, nodeKey, sameNode } from './keys';
 import { ObjectServer, type Terminal } from './objects';
 import {
@@ -97,6 +97,8 @@ export class Host implements FrameworkRuntime {
   private lastRenewAt = 0;
   private peerWaiters = new Set<() => void>();
   private loopsStopped = false;
+  /** Published together with the Stopped state: a terminal status is never patched afterwards (§16). */
+  private terminalPatch: Partial<RuntimeStatus> = {};
 
   constructor(options: ResolvedRuntimeOptions) {
     this.options = options;
@@ -112,7 +114,7 @@ export class Host implements FrameworkRuntime {
       const state = STATE_OF[snapshot.value as HostLifecycleStateName];
       if (state !== this.publisher.current.state) {
         telemetry.hostState(state);
-        this.publisher.publish({ state });
+        this.publisher.publish(state === FrameworkRuntimeState.Stopped ? { ...this.terminalPatch, state } : { state });
       }
     });
     this.lifecycle.start();
@@ -450,6 +452,8 @@ export class Host implements FrameworkRuntime {
       const parsed = parseRelocationOptions(options, this.applicationVersion);
       if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new ArgumentError('opts', 'must be an object');
       const signal = checkSignal(opts?.signal, 'opts.signal');
+      // §6: a caller that cancelled before calling never waited, so it starts or joins nothing.
+      if (signal?.aborted) return Promise.reject(abortReason(signal));
       return raceAbort(this.relocation.relocate(parsed), signal);
     } catch (error) {
       return Promise.reject(error);
@@ -465,6 +469,8 @@ export class Host implements FrameworkRuntime {
     } catch (error) {
       return Promise.reject(error);
     }
+    // A caller that cancelled before calling never waited: it starts nothing.
+    if (parsed.signal?.aborted) return Promise.reject(abortReason(parsed.signal));
     // §6: concurrent Shutdowns share one operation; Shutdown in Stopped returns the stored result.
     if (!this.shutdownPromise) {
       if (this.state === FrameworkRuntimeState.Stopped)
@@ -509,9 +515,10 @@ export class Host implements FrameworkRuntime {
           let result = actor.getSnapshot().output!;
           // §13: a descriptor rollback that could not be confirmed ends in bounded teardown, TeardownFailed.
           if (this.relocation.rollbackUnconfirmed) result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed };
+          // The result goes out with the Stopped state itself: Stopped is terminal and never patched later.
+          this.terminalPatch = { lastTermination: result };
           this.transition('CLEANUP_COMPLETE');
           telemetry.termination(result);
-          this.publish({ lastTermination: result });
           resolve(result);
         },
         error: (error) => {
@@ -519,8 +526,9 @@ export class Host implements FrameworkRuntime {
           this.log('error', 'shutdown machine failed', error);
           void this.forceTeardown().finally(() => {
             const result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed } as const;
+            this.terminalPatch = { lastTermination: result };
             this.transition('CLEANUP_COMPLETE');
-            this.publish({ lastTermination: result });
+            telemetry.termination(result);
             resolve(result);
           });
         },
