@@ -143,6 +143,7 @@ export class Host implements FrameworkRuntime {
       onControl: (from, message) => this.relocation.onControl(from, message),
       connectWaitMs: Math.max(1000, options.timing.leaseMs),
       requestDiscovery: () => void this.discover(),
+      isKnownPeer: (peer) => this.descriptorSnapshot.some((d) => sameNode(d, peer)),
       log: this.log,
     });
     this.relocation = new RelocationCoordinator(this);
@@ -274,6 +275,7 @@ export class Host implements FrameworkRuntime {
       const list = await this.stores.descriptors.list();
       this.descriptorSnapshot = list;
       this.transport?.updatePeers(list.filter((d) => !(d.nodeId === this.nodeId && d.lifecycleGeneration === this.lifecycleGeneration)));
+      this.router.revalidateParked();
       this.wakePeerWaiters();
       return list;
     } catch (error) {

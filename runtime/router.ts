@@ -46,6 +46,8 @@ export interface RouterDeps {
   readonly connectWaitMs: number;
   /** Ask for a discovery round now (an owner we are not connected to yet). */
   requestDiscovery(): void;
+  /** The latest descriptor snapshot names exactly this run. */
+  isKnownPeer(peer: NodeRef): boolean;
   /** Runtime messages other than application traffic (relocation protocol). */
   onControl(from: NodeRef, message: RuntimeMessage): void;
   log(level: 'warn' | 'error', message: string, error?: unknown): void;
@@ -202,6 +204,8 @@ export class Router {
       return true;
     }
     if (transport.send(peer, message)) return true;
+    // Park and look again: the next discovery round either finds that run (connect, flush on Ready) or
+    // finds it gone (revalidateParked re-resolves the owners).
     const entry = {
       peer,
       messages: [message],
@@ -224,6 +228,26 @@ export class Router {
       this.deps.clock.clearTimeout(entry.timer);
       this.parked.delete(key);
     } else entry.messages.splice(0, i);
+  }
+
+  /** A message for a node that is gone: application messages re-resolve their owner, others are dropped. */
+  private unreachable(peer: NodeRef, message: RuntimeMessage): void {
+    const env = (message as { env?: Envelope }).env;
+    if ((message.t === 'msg' || message.t === 'bounce') && env) {
+      if (sameNode(env.from, this.deps.self)) return this.reroute(env);
+      return this.terminal(env, { ok: false, kind: 'unavailable', error: `node ${peer.nodeId} is gone` });
+    }
+    this.deps.log('warn', `message '${message.t}' for ${peer.nodeId} dropped: that node is gone`);
+  }
+
+  /** After a discovery round: what waits for a node whose descriptor vanished is re-resolved now. */
+  revalidateParked(): void {
+    for (const [key, entry] of [...this.parked]) {
+      if (this.deps.isKnownPeer(entry.peer)) continue;
+      this.deps.clock.clearTimeout(entry.timer);
+      this.parked.delete(key);
+      for (const message of entry.messages) this.unreachable(entry.peer, message);
+    }
   }
 
   private expireParked(key: string): void {
