@@ -12,12 +12,9 @@ export interface Clock {
 
 export const systemClock: Clock = {
   now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const handle = setTimeout(fn, ms);
-    // Host timers never keep a process alive on their own; open sockets and pending promises do.
-    handle.unref?.();
-    return handle;
-  },
+  // Not unref'd: a running host keeps its process alive until shutdown, like a listening server, and an
+  // awaited relocate() on the in-process transport must not be cut short by an empty event loop.
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
