@@ -168,7 +168,12 @@ export const relocationSupervisorMachine = setup({
       invoke: { src: 'rollbackIntent', onDone: 'blocked', onError: 'blocked' },
     },
     relocating: {
-      invoke: { id: 'pool', src: 'unitPool' },
+      invoke: {
+        id: 'pool',
+        src: 'unitPool',
+        // DESIGN.md: an unhandled actor error would put the supervisor itself in error.
+        onError: { target: 'blocked', actions: { type: 'blockOnce', params: { reason: RelocationReason.RelocationFailed } } },
+      },
       initial: 'deciding',
       // §8 / §14: the call ends now; leaving this state stops the pool from starting units, and units already
       // started go on to a safe terminal state in the pool (they are not children of this machine).
