@@ -285,7 +285,9 @@ export class Host implements FrameworkRuntime {
   }
 
   private onPeer(peer: PeerInfo): void {
-    if (peer.state === 'Ready' && this.transport?.isReadyOnEveryMesh(peer)) this.router.onPeerReady(peer);
+    // Runtime messages use the primary mesh: what waited for this peer flushes once it is Ready there. Being Ready
+    // on every mesh is a target-selection condition (§5 order 5), not one for application messages.
+    if (peer.state === 'Ready' && peer.mesh === this.options.meshes[0]!.name) this.router.onPeerReady(peer);
     this.relocation.onPeer(peer);
     this.wakePeerWaiters();
   }
