@@ -112,7 +112,6 @@ export class SourceUnit {
     const clock = this.coord.host.clock;
     this.state = 'sealed';
     this.s0 = clock.now(); // S0: source admission seal (§8)
-    this.event('sealed', 'S0', this.s0);
     const timers = new Map<string, TimerRegistration[]>();
     const shell = this.plan.kind === 'perActorShell';
     for (const o of this.objects) {
@@ -122,6 +121,8 @@ export class SourceUnit {
       timers.set(o.key, shell ? [] : regs);
     }
     this.captured = this.lane.take((item) => item.k !== 'ctl' && this.keys.has(item.to));
+    // Emitted once the seal is applied: what an observer sends from here on waits in the ingress hold.
+    this.event('sealed', 'S0', this.s0);
     let bytes: Buffer;
     try {
       const objects: CapturedObject[] = this.objects.map((o) => this.captureObject(o, timers.get(o.key)!));
@@ -160,8 +161,9 @@ export class SourceUnit {
     const transport = this.coord.host.transport!;
     const lease = this.lease!;
     try {
-      // The estimate was low: the extra waits here (after the seal) rather than overrunning the budget.
-      if (bytes.length > lease.bytes) await lease.grow(bytes.length - lease.bytes);
+      // §7: a sealed unit never waits for a limit. When the estimate taken before the seal was low, the payload
+      // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
+      // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
       await transport.sendPayload(this.target, this.plan.id, bytes, lease);
     } catch (error) {
       lease.release();
