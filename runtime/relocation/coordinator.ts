@@ -116,8 +116,10 @@ export class RelocationCoordinator {
   constructor(readonly host: Host) {
     const timing = host.options.timing;
     this.follows = new ExpiryQueue(host.clock, timing.messageFollowDurationMs, (entry, at) => {
-      // S4: the Message Follow route may be removed (source clock).
       for (const key of entry.keys) host.router.removeFollow(key);
+      // Cut by Shutdown (§14), not expired: no S4, no route convergence value.
+      if (this.closed) return;
+      // S4: the Message Follow route may be removed (source clock).
       telemetry.routeConvergence(at - entry.s1, { unitKind: entry.kind });
       this.emitUnit({ side: 'source', unit: entry.unit, kind: entry.kind, state: 'followEnded', point: 'S4', objects: entry.keys, at });
       this.checkSafeToShutdown();
@@ -367,6 +369,8 @@ export class RelocationCoordinator {
   }
 
   private checkSafeToShutdown(): void {
+    // §14: published only when the windows ended; routes and copies cut by Shutdown never make it safe.
+    if (this.closed) return;
     const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0;
     if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
   }
