@@ -29,7 +29,7 @@ import { describeType } from './compatibility';
 import { UnitEvents, type UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { fixInventory, type UnitPlan } from './inventory';
-import { parseRelocationMessage, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
 import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { TargetUnit } from './target-unit';
@@ -364,7 +364,8 @@ export class RelocationCoordinator {
     if (peer.state !== 'Ready' || this.copies.size === 0) return;
     for (const copy of this.copies.values()) {
       if (!sameNode(copy.target, peer)) continue;
-      if (this.host.transport?.send(copy.target, { t: RELOCATION_MESSAGE.cutover, u: copy.unit, relay: copy.relay, retransmit: true })) this.retransmissionsSent++;
+      const transport = this.host.transport;
+      if (transport && relayBatchMessages(copy.unit, copy.relay, true).every((message) => transport.send(copy.target, message))) this.retransmissionsSent++;
     }
   }
 
@@ -406,6 +407,8 @@ export class RelocationCoordinator {
     switch (message.t) {
       case RELOCATION_MESSAGE.prepare:
         return this.onPrepare(from, message);
+      case RELOCATION_MESSAGE.relayPart:
+        return this.targets.get(message.u)?.onRelayPart(message);
       case RELOCATION_MESSAGE.cutover:
         return this.targets.get(message.u)?.onCutover(message);
       case RELOCATION_MESSAGE.abort:

@@ -3,6 +3,8 @@
  * on receipt. The `t` values are wire values: they come from RELOCATION_MESSAGE only.
  */
 import { z } from 'zod';
+import type { RuntimeMessage } from '../../transport/types';
+import type { Envelope } from '../envelope';
 import { envelopeSchema } from '../protocol';
 
 export const RELOCATION_MESSAGE = {
@@ -14,7 +16,9 @@ export const RELOCATION_MESSAGE = {
   fail: 'r.fail',
   /** Target → source: payload verified and restored — the relay-ready reply (§13). */
   ready: 'r.ready',
-  /** Source → target: pre-boundary relay batch and one-way cutover (also its retransmission, §13). */
+  /** Source → target: a leading part of a pre-boundary relay batch too large for one frame (§7: no cap on relay records). */
+  relayPart: 'r.relay',
+  /** Source → target: (the last part of) the pre-boundary relay batch and one-way cutover (also its retransmission, §13). */
   cutover: 'r.cutover',
   /** Source → target: the unit did not start (deadline, shutdown); drop the temporary queue. */
   abort: 'r.abort',
@@ -45,18 +49,60 @@ export const failSchema = z.object({
   error: z.string().optional(),
 });
 export const readySchema = z.object({ t: z.literal(RELOCATION_MESSAGE.ready), u: z.string().min(1) });
+/** `first` marks the first frame of one (re)transmitted batch: the target starts the span afresh there (§13). */
+export const relayPartSchema = z.object({
+  t: z.literal(RELOCATION_MESSAGE.relayPart),
+  u: z.string().min(1),
+  relay: z.array(envelopeSchema),
+  first: z.boolean().optional(),
+  retransmit: z.boolean().optional(),
+});
 export const cutoverSchema = z.object({
   t: z.literal(RELOCATION_MESSAGE.cutover),
   u: z.string().min(1),
   relay: z.array(envelopeSchema),
+  first: z.boolean().optional(),
   retransmit: z.boolean().optional(),
 });
 export const abortSchema = z.object({ t: z.literal(RELOCATION_MESSAGE.abort), u: z.string().min(1) });
 
 export type PrepareMessage = z.infer<typeof prepareSchema>;
 export type CutoverMessage = z.infer<typeof cutoverSchema>;
+export type RelayPartMessage = z.infer<typeof relayPartSchema>;
 
-const relocationMessage = z.discriminatedUnion('t', [prepareSchema, preparedSchema, failSchema, readySchema, cutoverSchema, abortSchema]);
+/** Relayed envelope bytes per frame: well under the transport's frame limit (default 4 MiB). */
+export const RELAY_PART_BYTES = 1024 * 1024;
+
+/**
+ * One pre-boundary relay batch and its cutover as frames: leading `r.relay` parts, then `r.cutover` with the rest.
+ * The batch has no record cap (§7); it is split by encoded size so no frame exceeds the transport's limit.
+ */
+export function relayBatchMessages(u: string, relay: readonly Envelope[], retransmit: boolean): RuntimeMessage[] {
+  const parts: Envelope[][] = [];
+  let part: Envelope[] = [];
+  let bytes = 0;
+  for (const env of relay) {
+    const size = Buffer.byteLength(JSON.stringify(env)) + 1;
+    if (part.length > 0 && bytes + size > RELAY_PART_BYTES) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(env);
+    bytes += size;
+  }
+  parts.push(part);
+  const extra = retransmit ? { retransmit: true } : {};
+  return parts.map((p, i) => ({
+    t: i === parts.length - 1 ? RELOCATION_MESSAGE.cutover : RELOCATION_MESSAGE.relayPart,
+    u,
+    relay: p,
+    ...(i === 0 ? { first: true } : {}),
+    ...extra,
+  }));
+}
+
+const relocationMessage = z.discriminatedUnion('t', [prepareSchema, preparedSchema, failSchema, readySchema, relayPartSchema, cutoverSchema, abortSchema]);
 export type RelocationMessage = z.infer<typeof relocationMessage>;
 
 export function parseRelocationMessage(raw: unknown): RelocationMessage | undefined {

@@ -16,7 +16,7 @@ import type { RelocationCoordinator } from './coordinator';
 import { unitObjects, type UnitPlan } from './inventory';
 import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';
 import { describeType } from './compatibility';
-import { RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+import { relayBatchMessages, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
 import type { UnitEvent } from './events';
 
 export class SourceUnit {
@@ -196,7 +196,7 @@ export class SourceUnit {
     this.state = 'crossed';
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
     const relay = [...this.hold];
-    const ok = this.send({ t: RELOCATION_MESSAGE.cutover, u: this.plan.id, relay });
+    const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
     this.s1 = host.clock.now(); // S1: terminal of the one-way cutover submit
     for (const o of this.objects) {
       o.hold = undefined;

@@ -16,7 +16,7 @@ import { RelocationReason } from '../wire';
 import type { RelocationCoordinator } from './coordinator';
 import { compatible, describeType } from './compatibility';
 import { decodePayload, type UnitPayload } from './payload';
-import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareMessage } from './protocol';
+import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareMessage, type RelayPartMessage } from './protocol';
 import type { UnitEvent } from './events';
 
 export class TargetUnit {
@@ -26,6 +26,8 @@ export class TargetUnit {
   private saved: WorkItem[] = [];
   /** The pre-boundary relay span; a retransmission replaces it whole (§13). */
   private relay: Envelope[] = [];
+  /** Leading parts of the relay batch being received (a batch larger than one frame). */
+  private incoming: Envelope[] = [];
   /** Remaining temporary work: what arrived here (followed or direct) after the relay, in arrival order. */
   private temporary: Envelope[] = [];
   private restored: Hosted[] = [];
@@ -106,15 +108,24 @@ export class TargetUnit {
     });
   }
 
+  /** A leading part of a relay batch too large for one frame; the batch's first frame starts the span afresh. */
+  onRelayPart(message: RelayPartMessage): void {
+    if (this.opened) return this.deliverLate(message.relay);
+    if (message.first) this.incoming = [];
+    for (const env of message.relay) this.incoming.push(env);
+  }
+
   onCutover(message: CutoverMessage): void {
-    if (this.opened) {
-      // A late retransmission after dispatch opened: deliver only what was not relayed before.
-      for (const env of message.relay) if (!this.relayIds.has(env.id)) this.coord.host.router.dispatch(env, true);
-      return;
-    }
-    // Full replacement of the pre-boundary span (§13), never a per-message merge.
-    this.relay = message.relay;
+    if (this.opened) return this.deliverLate(message.relay);
+    // Full replacement of the pre-boundary span (§13) by the whole (re)transmitted batch, never a per-message merge.
+    this.relay = message.first ? message.relay : [...this.incoming, ...message.relay];
+    this.incoming = [];
     this.actor.send({ type: 'CUTOVER' });
+  }
+
+  /** A late retransmission after dispatch opened: deliver only what was not relayed before. */
+  private deliverLate(relay: readonly Envelope[]): void {
+    for (const env of relay) if (!this.relayIds.has(env.id)) this.coord.host.router.dispatch(env, true);
   }
 
   onAbort(): void {
