@@ -444,6 +444,7 @@ export class Host implements FrameworkRuntime {
   }
 
   diagnostics(opts?: { limit?: number }): RelocationDiagnostics {
+    if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new ArgumentError('options', 'must be an object');
     const limit = opts?.limit ?? 20;
     if (!Number.isInteger(limit) || limit < 0) throw new ArgumentError('limit', 'must be a non-negative integer');
     return this.relocation.diagnostics(limit);
