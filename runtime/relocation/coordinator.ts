@@ -81,6 +81,9 @@ interface RetransmissionCopy {
   readonly relay: Envelope[];
 }
 
+/** §8: per-unit source stop target (S0→S1), a warning threshold only. */
+const INTERRUPTION_TARGET_MS = 1000;
+
 /** Default payload estimate per object before anything of its type was captured. */
 const DEFAULT_OBJECT_BYTES = 1024;
 
@@ -340,7 +343,11 @@ export class RelocationCoordinator {
 
   /** S1 reached: Message Follow and the retransmission copy start; Spots close with RelocationOut (§10.5). */
   onCutOver(unit: SourceUnit, relay: Envelope[], _submitOk: boolean): void {
-    telemetry.sourceStop(unit.s1 - unit.s0, { unitKind: unit.plan.kind });
+    const stopped = unit.s1 - unit.s0;
+    telemetry.sourceStop(stopped, { unitKind: unit.plan.kind });
+    // §8: an observation-only target; exceeding it is a warning, never a failure, rollback or retry.
+    if (stopped > INTERRUPTION_TARGET_MS)
+      this.host.log('warn', `relocation unit ${unit.plan.id} (${unit.plan.kind}, ${unit.plan.root.key}) stopped the source for ${stopped} ms, over the ${INTERRUPTION_TARGET_MS} ms target`);
     this.follows.push({ unit: unit.plan.id, keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
     this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
     const root = unit.plan.root;
