@@ -1,0 +1,342 @@
+/**
+ * Spec 05 §3 (IsReady), §16 (in-order observation, terminal never overwritten) and §15 (admission per state;
+ * an accepted request ends exactly once: reply, handler error, timeout or shutdown). Public API only.
+ */
+import {
+  AdmissionError,
+  defineActor,
+  defineSpot,
+  FrameworkRuntimeState,
+  preserveState,
+  RelocationMode,
+  RelocationOutcome,
+  RelocationReason,
+  RemoteHandlerError,
+  RequestError,
+  TerminationOutcome,
+  TerminationReason,
+  type FrameworkRuntime,
+  type RuntimeStatus,
+} from '../runtime';
+import { BASE_TYPES, flush, hostSet, recordStatuses, settle, sleep, until, type HostSet } from './support/hosts';
+
+const PM = RelocationMode.PlannedMaintenance;
+const S = FrameworkRuntimeState;
+
+const json = <T>() => preserveState<T>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString()) as T });
+
+/** SpotWide, ApplicationSignaled: its unit waits in Relocating until a { op: 'defer' } turn registers the safe point. */
+const Gate = defineSpot<{ n: number }>({
+  type: 'Gate',
+  kind: 'user',
+  executionMode: 'SpotWide',
+  readiness: 'ApplicationSignaled',
+  relocation: json(),
+  create: () => ({ n: 0 }),
+  receive: (state, message: { op: 'defer' | 'count' }, ctx) => {
+    if (message.op === 'defer') ctx.relocationReady().defer();
+    return { n: ++state.n, node: ctx.nodeId };
+  },
+});
+
+/** A Spot whose HostShutdown closing callback waits until the test opens `closingGate` (holds the host in Draining). */
+let openClosing: () => void = () => undefined;
+let closingCalls = 0;
+const Closer = defineSpot<object>({
+  type: 'Closer',
+  kind: 'user',
+  relocation: json(),
+  create: () => ({}),
+  receive: () => 'ok',
+  onClosing: () => {
+    closingCalls++;
+    return new Promise<void>((resolve) => (openClosing = resolve));
+  },
+});
+
+type WorkerMessage = { op: 'echo'; value: unknown } | { op: 'fail'; why: string } | { op: 'sleep'; ms: number; value: unknown };
+const Worker = defineActor<{ handled: number }>({
+  type: 'Worker',
+  relocation: json(),
+  create: () => ({ handled: 0 }),
+  receive: async (state, message: WorkerMessage) => {
+    state.handled++;
+    if (message.op === 'fail') throw new Error(message.why);
+    if (message.op === 'sleep') await sleep(message.ms);
+    return message.value;
+  },
+});
+
+const TYPES = [...BASE_TYPES, Gate, Closer, Worker];
+
+let set: HostSet;
+beforeEach(() => {
+  set = hostSet();
+});
+afterEach(async () => {
+  openClosing();
+  await set.close();
+});
+
+const host = (nodeId: string) => set.host({ nodeId, applicationVersion: 1, types: TYPES });
+
+async function reaches(from: FrameworkRuntime, to: { actor: string } | { spot: string }, owner: string): Promise<void> {
+  await until(async () => {
+    const r = (await from.request(to, { op: 'count' }, { timeoutMs: 500 }).catch(() => undefined)) as { node?: string } | undefined;
+    return r?.node === owner;
+  }, `${from.nodeId} reaches ${JSON.stringify(to)}`);
+}
+
+/**
+ * §7: defer() registers the safe point only after target preparation (a defer before it is "no relocation
+ * prepared" and runs Continued), so the test waits until the unit waits for its safe point.
+ */
+async function deferAtSafePoint(h: FrameworkRuntime, spot: string): Promise<void> {
+  await until(() => (h.diagnostics().units.sourceByState['safePoint'] ?? 0) > 0, 'unit waiting for its safe point');
+  await h.request({ spot }, { op: 'defer' });
+}
+
+async function expectAdmissionRejected(h: FrameworkRuntime, state: string): Promise<void> {
+  for (const call of [() => h.createActor('Counter', 'new-actor'), () => h.createSpot('Gate', 'new-spot'), () => h.join('new-actor', 'new-spot')]) {
+    const error = await call().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(AdmissionError);
+    expect((error as AdmissionError).state).toBe(state);
+    expect((error as Error).message).toContain(state);
+  }
+  expect(await h.locate({ actor: 'new-actor' })).toBeUndefined();
+  expect(await h.locate({ spot: 'new-spot' })).toBeUndefined();
+}
+
+test('status.isReady is true only in Serving', async () => {
+  const source = await host('source');
+  const target = await host('target');
+  await source.createSpot('Gate', 'g1');
+  expect(source.status).toMatchObject({ state: S.Serving, isReady: true });
+  const observed = recordStatuses(source);
+
+  // Relocating → Serving: the unit never reached its safe point before the deadline (Blocked, source restored).
+  const first = await source.relocate({ mode: PM, deadlineMs: 300 });
+  expect(first).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Blocked, reason: RelocationReason.DeadlineExceeded });
+  expect(source.status).toMatchObject({ state: S.Serving, isReady: true });
+
+  // Relocating → Relocated: the application signals its safe point.
+  const second = settle(source.relocate({ mode: PM, deadlineMs: 5000 }));
+  await until(() => source.status.state === S.Relocating, 'Relocating');
+  expect(source.status.isReady).toBe(false);
+  await deferAtSafePoint(source, 'g1');
+  await second.promise;
+  expect(second.value).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+  expect(source.status).toMatchObject({ state: S.Relocated, isReady: false });
+  await reaches(target, { spot: 'g1' }, 'target');
+
+  const draining = settle(source.shutdown());
+  expect(source.status).toMatchObject({ state: S.Draining, isReady: false });
+  await draining.promise;
+  expect(source.status).toMatchObject({ state: S.Stopped, isReady: false });
+  await flush();
+  expect(observed.states()).toEqual([S.Serving, S.Relocating, S.Serving, S.Relocating, S.Relocated, S.Draining, S.Stopped]);
+  for (const status of observed.values) expect(status.isReady).toBe(status.state === S.Serving);
+});
+
+test('observe() yields in order; Stopped is the last value, never overwritten; the iterator ends on abort', async () => {
+  const h = await host('solo');
+  const all: RuntimeStatus[] = [];
+  const whole = (async () => {
+    for await (const s of h.observe()) all.push(s);
+  })();
+  const controller = new AbortController();
+  const early: RuntimeStatus[] = [];
+  const aborted = (async () => {
+    for await (const s of h.observe({ signal: controller.signal })) early.push(s);
+  })();
+  await flush();
+  expect(early.map((s) => s.state)).toEqual([S.Serving]); // the current value first
+  controller.abort();
+  await aborted; // ends without any new value
+  expect(early.map((s) => s.state)).toEqual([S.Serving]);
+
+  expect((await h.relocate({ mode: PM })).outcome).toBe(RelocationOutcome.Relocated); // empty host (§5.1)
+  const termination = await h.shutdown();
+  expect(termination).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+  await whole; // the iterator ended by itself after the terminal value
+  const states = all.map((s) => s.state).filter((s, i, a) => i === 0 || a[i - 1] !== s);
+  expect(states).toEqual([S.Serving, S.Relocating, S.Relocated, S.Draining, S.Stopped]);
+  const last = all[all.length - 1]!;
+  expect(last.state).toBe(S.Stopped);
+  expect(all.filter((s) => s.state === S.Stopped)).toHaveLength(1);
+  expect(last.lastTermination).toEqual(termination);
+  expect(last.lastRelocation).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+
+  // Later calls do not overwrite the terminal status.
+  const events: RuntimeStatus[] = [];
+  h.on('zlink.runtime.host.relocation_changed', (s) => events.push(s));
+  h.on('zlink.runtime.host.termination_changed', (s) => events.push(s));
+  expect((await h.relocate({ mode: PM })).reason).toBe(RelocationReason.RuntimeNotReady);
+  expect(await h.shutdown({ deadlineMs: 10 })).toEqual(termination);
+  expect(h.status).toBe(last);
+  expect(events).toEqual([]);
+  // A new observer after the end gets the terminal value once, then the iterator ends.
+  const afterwards: RuntimeStatus[] = [];
+  for await (const s of h.observe()) afterwards.push(s);
+  expect(afterwards).toEqual([last]);
+});
+
+// Known runtime bug (runtime/relocation/coordinator.ts finish(), owned by the relocation engineer): the host enters
+// Relocated (state published) before lastRelocation is published, so observers and relocation_changed listeners see
+// one Relocated status whose lastRelocation is missing or still the previous Blocked result.
+test.failing('every observed Relocated status carries its Relocated/None result', async () => {
+  const h = await host('solo');
+  await h.createActor('Counter', 'c1');
+  expect((await h.relocate({ mode: PM, deadlineMs: 150 })).reason).toBe(RelocationReason.TargetUnavailable);
+  await host('target');
+  const seen: RuntimeStatus[] = [];
+  h.on('zlink.runtime.host.relocation_changed', (s) => seen.push(s));
+  expect((await h.relocate({ mode: PM, deadlineMs: 5000 })).outcome).toBe(RelocationOutcome.Relocated);
+  const relocated = seen.filter((s) => s.state === S.Relocated);
+  expect(relocated.length).toBeGreaterThan(0);
+  for (const s of relocated) expect(s.lastRelocation).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+});
+
+test('§15: create and join are rejected in Relocating, Relocated and Draining; unsealed work keeps running in Relocating', async () => {
+  const source = await host('source');
+  const target = await host('target');
+  await source.createSpot('Gate', 'g1');
+  await source.createActor('Counter', 'member');
+  await reaches(target, { spot: 'g1' }, 'source');
+
+  // Relocating (the Gate unit waits for its safe point).
+  const pending = settle(source.relocate({ mode: PM, deadlineMs: 5000 }));
+  await until(() => source.status.state === S.Relocating, 'Relocating');
+  await expectAdmissionRejected(source, 'Relocating');
+  // The Spot is not sealed yet: it keeps processing, for local and remote callers.
+  expect(await source.request({ spot: 'g1' }, { op: 'count' })).toMatchObject({ node: 'source' });
+  expect(source.status.state).toBe(S.Relocating);
+
+  // Relocated.
+  await deferAtSafePoint(source, 'g1');
+  await pending.promise;
+  expect(pending.value).toMatchObject({ outcome: RelocationOutcome.Relocated });
+  await expectAdmissionRejected(source, 'Relocated');
+  // Infrastructure is kept: the source still forwards to the moved Spot.
+  expect(await source.request({ spot: 'g1' }, { op: 'count' })).toMatchObject({ node: 'target' });
+
+  // Draining (a closing callback holds the host there).
+  const other = await host('other');
+  await other.createSpot('Closer', 'closer');
+  closingCalls = 0;
+  const stopping = settle(other.shutdown({ deadlineMs: 5000 }));
+  await until(() => closingCalls === 1, 'closing callback running');
+  expect(other.status.state).toBe(S.Draining);
+  await expectAdmissionRejected(other, 'Draining');
+  openClosing();
+  await stopping.promise;
+  expect(stopping.value).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+});
+
+// Known runtime bug (runtime/router.ts dispatch() checks deps.staging() before the owner route; the relocation
+// engineer owns it): once the target registered its temporary queue, a request that the target host itself sends
+// to the still-unsealed object is put in that queue instead of going to the source owner. It waits there, and
+// when the relocation ends Blocked the target answers it 'relocation of s:g1 was discarded' (kind 'unavailable'),
+// so the work never runs — against §3/§15 (unsealed units keep processing) and §11 (the target creates no
+// request terminal from its temporary queue).
+test.failing('§15: in Relocating an unsealed object answers every caller, the prepared target host included', async () => {
+  const source = await host('source');
+  const target = await host('target');
+  await source.createSpot('Gate', 'g1');
+  await reaches(target, { spot: 'g1' }, 'source');
+  const pending = settle(source.relocate({ mode: PM, deadlineMs: 800 }));
+  await until(() => (source.diagnostics().units.sourceByState['safePoint'] ?? 0) > 0, 'target prepared, unit at its safe point');
+  expect(await target.request({ spot: 'g1' }, { op: 'count' }, { timeoutMs: 300 })).toMatchObject({ node: 'source' });
+  await pending.promise;
+});
+
+test('§15: send and request from a Draining host end with a shutdown error, and so do requests arriving at it', async () => {
+  const draining = await host('draining');
+  const peer = await host('peer');
+  await draining.createSpot('Closer', 'closer');
+  await draining.createActor('Worker', 'w-local');
+  await peer.createActor('Worker', 'w-remote');
+  expect(await peer.request({ actor: 'w-local' }, { op: 'echo', value: 1 })).toBe(1);
+  expect(await draining.request({ actor: 'w-remote' }, { op: 'echo', value: 2 })).toBe(2);
+
+  closingCalls = 0;
+  const stopping = settle(draining.shutdown({ deadlineMs: 5000 }));
+  await until(() => closingCalls === 1, 'closing callback running');
+  expect(draining.status.state).toBe(S.Draining);
+
+  let sendError: unknown;
+  try {
+    draining.send({ actor: 'w-remote' }, { op: 'echo', value: 3 });
+  } catch (e) {
+    sendError = e;
+  }
+  expect(sendError).toBeInstanceOf(RequestError);
+  expect((sendError as RequestError).kind).toBe('shutdown');
+  for (const to of [{ actor: 'w-remote' }, { actor: 'w-local' }]) {
+    const error = await draining.request(to, { op: 'echo', value: 4 }, { timeoutMs: 1000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(RequestError);
+    expect((error as RequestError).kind).toBe('shutdown');
+  }
+  // A new request arriving at the Draining host ends with a shutdown result too (§15 Node direct / Spot-Actor direct).
+  const inbound = await peer.request({ actor: 'w-local' }, { op: 'echo', value: 5 }, { timeoutMs: 1000 }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(inbound).toBeInstanceOf(RequestError);
+  expect((inbound as RequestError).kind).toBe('shutdown');
+  // Nothing of that reached the Workers.
+  openClosing();
+  await stopping.promise;
+  expect(stopping.value).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+});
+
+test('§15: an accepted request ends exactly once — reply, handler error, timeout or shutdown', async () => {
+  const caller = await host('caller');
+  const owner = await host('owner');
+  await owner.createActor('Worker', 'w1');
+  await until(async () => (await caller.request({ actor: 'w1' }, { op: 'echo', value: 'hi' }, { timeoutMs: 500 }).catch(() => undefined)) === 'hi', 'caller reaches w1');
+
+  const endings: string[] = [];
+  const track = (name: string, p: Promise<unknown>) =>
+    p.then(
+      (value) => {
+        endings.push(`${name}:reply`);
+        return value;
+      },
+      (error: unknown) => {
+        endings.push(`${name}:${(error as RequestError).kind}`);
+        throw error;
+      },
+    );
+
+  // Reply.
+  expect(await track('reply', caller.request({ actor: 'w1' }, { op: 'echo', value: { a: [1, 2] } }))).toEqual({ a: [1, 2] });
+  // Handler error → RemoteHandlerError carrying the handler's message.
+  const failed = await track('error', caller.request({ actor: 'w1' }, { op: 'fail', why: 'no such item' })).catch((e: unknown) => e);
+  expect(failed).toBeInstanceOf(RemoteHandlerError);
+  expect(failed).toBeInstanceOf(RequestError);
+  expect((failed as RequestError).kind).toBe('handler');
+  expect((failed as Error).message).toContain('no such item');
+  // Timeout: the handler replies later; the late reply does not make a second ending.
+  const timedOut = await track('timeout', caller.request({ actor: 'w1' }, { op: 'sleep', ms: 200, value: 'late' }, { timeoutMs: 50 })).catch((e: unknown) => e);
+  expect(timedOut).toBeInstanceOf(RequestError);
+  expect((timedOut as RequestError).kind).toBe('timeout');
+  await sleep(300);
+  expect(await caller.request({ actor: 'w1' }, { op: 'echo', value: 'after' })).toBe('after');
+  // Shutdown of the caller while the request is accepted and its handler still runs.
+  const inFlight = track('shutdown', caller.request({ actor: 'w1' }, { op: 'sleep', ms: 300, value: 'too late' }, { timeoutMs: 5000 })).catch((e: unknown) => e);
+  await sleep(30);
+  expect(await caller.shutdown({ deadlineMs: 2000 })).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+  const shutdownError = await inFlight;
+  expect(shutdownError).toBeInstanceOf(RequestError);
+  expect((shutdownError as RequestError).kind).toBe('shutdown');
+  await sleep(400); // the owner's handler finishes and replies into the stopped caller: nothing more happens
+  expect(endings).toEqual(['reply:reply', 'error:handler', 'timeout:timeout', 'shutdown:shutdown']);
+  expect(await owner.request({ actor: 'w1' }, { op: 'echo', value: 'owner still serves' })).toBe('owner still serves');
+});
