@@ -99,6 +99,8 @@ export class Host implements FrameworkRuntime {
   private loopsStopped = false;
   /** Published together with the Stopped state: a terminal status is never patched afterwards (§16). */
   private terminalPatch: Partial<RuntimeStatus> = {};
+  /** Published together with the state a transition enters, so no observer sees one without the other. */
+  private transitionPatch: Partial<RuntimeStatus> = {};
 
   constructor(options: ResolvedRuntimeOptions) {
     this.options = options;
@@ -114,7 +116,9 @@ export class Host implements FrameworkRuntime {
       const state = STATE_OF[snapshot.value as HostLifecycleStateName];
       if (state !== this.publisher.current.state) {
         telemetry.hostState(state);
-        this.publisher.publish(state === FrameworkRuntimeState.Stopped ? { ...this.terminalPatch, state } : { state });
+        const patch = this.transitionPatch;
+        this.transitionPatch = {};
+        this.publisher.publish(state === FrameworkRuntimeState.Stopped ? { ...patch, ...this.terminalPatch, state } : { ...patch, state });
       }
     });
     this.lifecycle.start();
@@ -175,10 +179,12 @@ export class Host implements FrameworkRuntime {
   }
 
   /** The only way the host state changes. */
-  transition(event: HostLifecycleEvent['type']): boolean {
+  transition(event: HostLifecycleEvent['type'], patch: Partial<RuntimeStatus> = {}): boolean {
     const before = this.lifecycle.getSnapshot();
     if (!before.can({ type: event } as HostLifecycleEvent)) return false;
+    this.transitionPatch = patch;
     this.lifecycle.send({ type: event } as HostLifecycleEvent);
+    this.transitionPatch = {};
     return true;
   }
 

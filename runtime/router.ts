@@ -117,7 +117,9 @@ export class Router {
       this.deps.objects.deliver(env);
       return;
     }
-    const staged = this.deps.staging(env.to);
+    // Only what reaches this node from elsewhere (the source's relay and Message Follow) enters a temporary
+    // queue; this node's own calls go to the current owner like any caller's until the CAS (§3, §11).
+    const staged = inbound ? this.deps.staging(env.to) : undefined;
     if (staged) return staged(env);
     const follow = this.follows.get(env.to);
     if (follow) return this.forward(follow, env);
@@ -153,7 +155,7 @@ export class Router {
   }
 
   private routeResolved(env: Envelope, record: OwnerRecord | undefined): void {
-    if (this.deps.objects.get(env.to) || this.deps.staging(env.to) || this.follows.get(env.to)) return this.dispatch(env);
+    if (this.deps.objects.get(env.to) || this.follows.get(env.to)) return this.dispatch(env);
     if (!record) {
       if (env.place) {
         if (this.deps.canPlaceInstances()) return void this.place(env, env.place);

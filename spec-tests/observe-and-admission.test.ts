@@ -184,10 +184,8 @@ test('observe() yields in order; Stopped is the last value, never overwritten; t
   expect(afterwards).toEqual([last]);
 });
 
-// Known runtime bug (runtime/relocation/coordinator.ts finish(), owned by the relocation engineer): the host enters
-// Relocated (state published) before lastRelocation is published, so observers and relocation_changed listeners see
-// one Relocated status whose lastRelocation is missing or still the previous Blocked result.
-test.failing('every observed Relocated status carries its Relocated/None result', async () => {
+// The Relocated state and its Relocated/None result are published together.
+test('every observed Relocated status carries its Relocated/None result', async () => {
   const h = await host('solo');
   await h.createActor('Counter', 'c1');
   expect((await h.relocate({ mode: PM, deadlineMs: 150 })).reason).toBe(RelocationReason.TargetUnavailable);
@@ -236,13 +234,9 @@ test('§15: create and join are rejected in Relocating, Relocated and Draining; 
   expect(stopping.value).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
 });
 
-// Known runtime bug (runtime/router.ts dispatch() checks deps.staging() before the owner route; the relocation
-// engineer owns it): once the target registered its temporary queue, a request that the target host itself sends
-// to the still-unsealed object is put in that queue instead of going to the source owner. It waits there, and
-// when the relocation ends Blocked the target answers it 'relocation of s:g1 was discarded' (kind 'unavailable'),
-// so the work never runs — against §3/§15 (unsealed units keep processing) and §11 (the target creates no
-// request terminal from its temporary queue).
-test.failing('§15: in Relocating an unsealed object answers every caller, the prepared target host included', async () => {
+// §3/§15: until the seal an object keeps processing for every caller; the target's temporary queue takes only
+// what the source relays and follows to it (§11: the target creates no terminal from it).
+test('§15: in Relocating an unsealed object answers every caller, the prepared target host included', async () => {
   const source = await host('source');
   const target = await host('target');
   await source.createSpot('Gate', 'g1');

@@ -275,9 +275,10 @@ describe.each(STACKS)('§17 SpotWide/PerActor handoff on %s', (stackName) => {
     // Saved work: queued behind a long turn at the seal.
     source.send({ spot: 'grp' }, { op: 'hold', gate: 'grp' });
     sendPhase(source, 'saved');
-    // Ingress hold on the source (after the seal), and the target's temporary queue (before dispatch opens).
+    // Ingress hold on the source (after the seal), and the target's temporary queue: what the source follows to
+    // the target after its cutover, before the target's CAS opens dispatch.
     source.on(UNIT_CHANGED, (e) => e.side === 'source' && e.state === 'sealed' && sendPhase(source, 'held'));
-    target.on(UNIT_CHANGED, (e) => e.side === 'target' && e.state === 'relayReady' && sendPhase(target, 'staged'));
+    source.on(UNIT_CHANGED, (e) => e.side === 'source' && e.state === 'cutOver' && sendPhase(source, 'staged'));
 
     const relocation = source.relocate({ mode: PM, deadlineMs: 10_000 });
     await atSafePoint(source);
@@ -555,8 +556,8 @@ describe.each(STACKS)('§17 SpotWide/PerActor handoff on %s', (stackName) => {
     host.relocation.onControl(from, prepare);
     expect(host.relocation.inboundObjects).toBe(1);
     expect(target.diagnostics().units.targetInFlight).toBe(inFlightBefore + 1);
-    target.send({ actor: 'dup' }, seq('staged', 0)); // into the one temporary queue
     const env = (n: number, sender: string): Envelope => ({ id: randomUUID(), to: 'a:dup', gen: record.objectGeneration, body: seq(sender, n), from });
+    host.router.dispatch(env(0, 'staged'), true); // followed by the source: into the one temporary queue
     const bytes = encodePayload({
       v: PAYLOAD_VERSION,
       unit: u,

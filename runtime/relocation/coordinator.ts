@@ -221,19 +221,19 @@ export class RelocationCoordinator {
     if (output.outcome === 'relocated') {
       result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None };
       this.relocatedResult = result;
-      host.transition('ALL_UNITS_DETACHED');
+      host.transition('ALL_UNITS_DETACHED', { lastRelocation: result });
       void host.publishDescriptor(FrameworkRuntimeState.Relocated).catch((e: unknown) => host.log('warn', 'Relocated descriptor not published', e));
     } else {
       result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Blocked, reason: output.reason };
       if (this.rollbackUnconfirmed) {
         // §13: no new work is accepted; bounded cleanup ends ForceStopped/TeardownFailed.
         void host.shutdown({ deadlineMs: 5000 });
-      } else if (output.enteredRelocating && host.transition('SOURCE_RESTORED')) {
+      } else if (output.enteredRelocating && host.transition('SOURCE_RESTORED', { lastRelocation: result })) {
         void host.publishDescriptor(FrameworkRuntimeState.Serving).catch((e: unknown) => host.log('warn', 'Serving descriptor not republished', e));
       }
     }
     telemetry.relocation(result);
-    host.publish({ lastRelocation: result });
+    if (host.status.lastRelocation !== result) host.publish({ lastRelocation: result });
     this.checkSafeToShutdown();
     this.wakeSettled();
     return result;
