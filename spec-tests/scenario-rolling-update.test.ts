@@ -6,7 +6,10 @@
  */
 import { FrameworkRuntimeState, RelocationMode, type FrameworkRuntime, type ObjectRef } from '../runtime';
 import { ALL_TYPES, checkSequence, type Ledger, type RoomState } from './support/workload';
-import { eventually, makeStack, STACKS } from './support/stack';
+import { eventually, FAST_TIMING, makeStack, STACKS } from './support/stack';
+
+// Message Follow outlasts the traffic: per-sender order is promised while senders reach the old owner through it.
+const timing = { ...FAST_TIMING, messageFollowDurationMs: 10_000 };
 
 const ACTORS = 300;
 const ROOM_MEMBERS = 40;
@@ -19,9 +22,9 @@ describe.each(STACKS)('RollingUpdate scenario on %s', (stackName) => {
   test('every message exactly once and in order, state preserved, timers fire once on the target', async () => {
     const stack = await makeStack(stackName);
     try {
-      const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES });
-      const peer = await stack.host({ nodeId: 'peer', applicationVersion: 1, types: ALL_TYPES });
-      const target = await stack.host({ nodeId: 'target', applicationVersion: 2, types: ALL_TYPES });
+      const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES, timing });
+      const peer = await stack.host({ nodeId: 'peer', applicationVersion: 1, types: ALL_TYPES, timing });
+      const target = await stack.host({ nodeId: 'target', applicationVersion: 2, types: ALL_TYPES, timing });
 
       const refs: ObjectRef[] = [];
       for (let i = 0; i < ACTORS; i++) {
