@@ -101,7 +101,9 @@ export class MeshNode implements ConnectionOwner {
   applyDescriptors(targets: ReadonlyMap<string, DescriptorTarget>): void {
     for (const rec of this.table.all()) {
       const t = targets.get(rec.nodeId);
-      const manualConn = rec.conn !== undefined && rec.conn.source === 'manual';
+      // Manual only when this node's own manual registration dialed it: an inbound connection that arrived
+      // before its descriptor was read is merely undiscovered yet, and is corrected here.
+      const manualConn = rec.conn !== undefined && this.dialerOf.get(rec.conn)?.manual === true;
       if (t && t.ref.lifecycleGeneration > rec.lifecycleGeneration) this.drop(rec, CloseCode.Replaced, 'replaced by a newer generation');
       else if (!t && rec.source === 'descriptor' && !manualConn) this.drop(rec, CloseCode.Vanished, 'descriptor vanished');
       else if (t && sameRef(t.ref, rec) && rec.source === 'manual' && !manualConn) {
