@@ -15,6 +15,7 @@ export const envelopeSchema = z.object({
   req: z.literal(1).optional(),
   place: z.string().min(1).optional(),
   hops: z.number().int().nonnegative().optional(),
+  seq: z.number().int().nonnegative().optional(),
 });
 
 const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });

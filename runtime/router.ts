@@ -58,6 +58,12 @@ export class Router {
   /** Message Follow routes (§8 S1→S4): the old owner relays to the new one until S4. */
   private readonly follows = new Map<ObjectKey, NodeRef>();
   private readonly resolving = new Map<ObjectKey, Envelope[]>();
+  /** Per-origin send order: every envelope accepted here gets the next number. */
+  private seq = 0;
+  /** The highest `seq` this node sent towards each object's (cached) owner. */
+  private readonly lastSent = new Map<ObjectKey, number>();
+  /** Objects whose old owner is bouncing this node's messages: collected until the last one sent came back. */
+  private readonly rerouting = new Map<ObjectKey, { bounced: Envelope[]; until: number; timer: unknown }>();
   private readonly pending = new Map<string, Pending>();
   /** Messages for a peer that is known but not (yet, or no longer) Ready, in order, for a bounded time. */
   private readonly parked = new Map<string, { peer: NodeRef; messages: RuntimeMessage[]; timer: unknown }>();
@@ -106,7 +112,16 @@ export class Router {
 
   private envelope(key: ObjectKey, body: unknown, ref: ObjectRef, req: boolean): Envelope {
     const place = key.startsWith('s:') ? this.deps.instanceTypeFor(ref) : undefined;
-    return { id: randomUUID(), to: key, gen: 0, body, from: this.deps.self, ...(req ? { req: 1 as const } : {}), ...(place ? { place } : {}) };
+    return {
+      id: randomUUID(),
+      to: key,
+      gen: 0,
+      body,
+      from: this.deps.self,
+      seq: ++this.seq,
+      ...(req ? { req: 1 as const } : {}),
+      ...(place ? { place } : {}),
+    };
   }
 
   /** Where a message goes next; `inbound` = it came from another node. */
@@ -139,8 +154,11 @@ export class Router {
   }
 
   private resolve(first: Envelope): void {
-    const key = first.to;
-    const queue = [first];
+    this.resolveQueue(first.to, [first]);
+  }
+
+  /** One Location Store read for `queue` (and whatever is sent to `key` meanwhile), then each in order. */
+  private resolveQueue(key: ObjectKey, queue: Envelope[]): void {
     this.resolving.set(key, queue);
     this.deps.location.get(idOf(key)).then(
       (record) => {
@@ -189,6 +207,7 @@ export class Router {
   }
 
   private sendTo(owner: NodeRef, env: Envelope, gen: number): boolean {
+    if (env.seq !== undefined && sameNode(env.from, this.deps.self)) this.lastSent.set(env.to, env.seq);
     return this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen ? { ...env, gen } : env });
   }
 
@@ -277,6 +296,49 @@ export class Router {
       this.deps.log('warn', `message for ${env.to} could not be bounced to ${env.from.nodeId}`);
   }
 
+  /**
+   * The old owner bounced one of this node's messages (its Message Follow route ended, §8 S4). Everything this
+   * node sent there after it bounces too, in order, on the same connection: new sends to that object wait
+   * until the last one sent came back, then all go to the re-resolved owner in their original order — so a
+   * re-route never reorders one sender's messages.
+   */
+  private onBounce(env: Envelope): void {
+    if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return this.reroute(env);
+    const key = env.to;
+    let entry = this.rerouting.get(key);
+    if (!entry) {
+      this.routes.delete(key);
+      if (!this.resolving.has(key)) this.resolving.set(key, []);
+      entry = {
+        bounced: [],
+        until: this.lastSent.get(key) ?? env.seq,
+        // A bounce that never comes (lost with a connection) must not hold the object's sends forever.
+        timer: this.deps.clock.setTimeout(() => this.finishReroute(key), Math.max(100, Math.min(this.deps.connectWaitMs, 2000))),
+      };
+      this.rerouting.set(key, entry);
+    }
+    entry.bounced.push(env);
+    if (env.seq >= entry.until) this.finishReroute(key);
+  }
+
+  private finishReroute(key: ObjectKey): void {
+    const entry = this.rerouting.get(key);
+    if (!entry) return;
+    this.rerouting.delete(key);
+    this.deps.clock.clearTimeout(entry.timer);
+    const bounced = entry.bounced.sort((a, b) => a.seq! - b.seq!);
+    const waiting = this.resolving.get(key) ?? [];
+    this.resolving.delete(key);
+    const queue: Envelope[] = [];
+    for (const env of bounced) {
+      const hops = (env.hops ?? 0) + 1;
+      if (hops > MAX_HOPS) this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} did not converge` });
+      else queue.push({ ...env, hops, gen: 0 });
+    }
+    queue.push(...waiting);
+    if (queue.length) this.resolveQueue(key, queue);
+  }
+
   /** A stale route: drop the cached owner and resolve again, a bounded number of times. */
   private reroute(env: Envelope): void {
     this.routes.delete(env.to);
@@ -324,7 +386,7 @@ export class Router {
     if (!message) return this.deps.log('warn', `invalid runtime message '${String(raw?.t)}' from ${from.nodeId} dropped`);
     if (message.t === 'msg') return this.dispatch((message as { env: Envelope }).env, true);
     if (message.t === 'reply') return this.settleTerminal((message as ReplyMessage).id, message as ReplyMessage);
-    if (message.t === 'bounce') return this.reroute((message as { env: Envelope }).env);
+    if (message.t === 'bounce') return this.onBounce((message as { env: Envelope }).env);
     this.deps.onControl(from, raw);
   };
 
@@ -352,6 +414,8 @@ export class Router {
     this.closed = true;
     for (const entry of this.parked.values()) this.deps.clock.clearTimeout(entry.timer);
     this.parked.clear();
+    for (const entry of this.rerouting.values()) this.deps.clock.clearTimeout(entry.timer);
+    this.rerouting.clear();
     this.follows.clear();
     this.routes.clear();
     for (const id of [...this.pending.keys()]) this.settle(id, undefined, new RequestError('shutdown', 'the host shut down before the request completed'));
