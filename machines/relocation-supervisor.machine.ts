@@ -24,7 +24,8 @@ export interface UnitCounts {
 }
 
 /** The pool stops starting units when the invoke ends (its cleanup), whatever the reason. */
-export type PoolCommand = { type: 'START_BATCH'; batch: 1 | 2 | 3; target: NodeRef };
+/** `target` is undefined only for an empty host (§5.1: no target is searched), whose batches are empty. */
+export type PoolCommand = { type: 'START_BATCH'; batch: 1 | 2 | 3; target: NodeRef | undefined };
 
 export type PoolReport = {
   type: 'BATCH_DONE';
@@ -187,7 +188,7 @@ export const relocationSupervisorMachine = setup({
           always: [{ guard: 'stopRequested', target: '#relocationSupervisor.blocked' }, { target: 'batch1' }],
         },
         batch1: {
-          entry: sendTo('pool', ({ context }) => ({ type: 'START_BATCH', batch: 1, target: context.target! }) satisfies PoolCommand),
+          entry: sendTo('pool', ({ context }) => ({ type: 'START_BATCH', batch: 1, target: context.target }) satisfies PoolCommand),
           on: {
             BATCH_DONE: [
               { guard: 'batchFailed', target: '#relocationSupervisor.blocked', actions: 'recordBatchFailure' },
@@ -196,7 +197,7 @@ export const relocationSupervisorMachine = setup({
           },
         },
         batch2: {
-          entry: sendTo('pool', ({ context }) => ({ type: 'START_BATCH', batch: 2, target: context.target! }) satisfies PoolCommand),
+          entry: sendTo('pool', ({ context }) => ({ type: 'START_BATCH', batch: 2, target: context.target }) satisfies PoolCommand),
           on: {
             BATCH_DONE: [
               { guard: 'batchFailed', target: '#relocationSupervisor.blocked', actions: 'recordBatchFailure' },
@@ -205,7 +206,7 @@ export const relocationSupervisorMachine = setup({
           },
         },
         batch3: {
-          entry: sendTo('pool', ({ context }) => ({ type: 'START_BATCH', batch: 3, target: context.target! }) satisfies PoolCommand),
+          entry: sendTo('pool', ({ context }) => ({ type: 'START_BATCH', batch: 3, target: context.target }) satisfies PoolCommand),
           on: {
             BATCH_DONE: [
               { guard: 'batchFailed', target: '#relocationSupervisor.blocked', actions: 'recordBatchFailure' },

@@ -29,7 +29,7 @@ export class UnitPool {
     return this.live;
   }
 
-  startBatch(batch: 1 | 2 | 3, target: NodeRef, report: (event: PoolReport) => void): void {
+  startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, report: (event: PoolReport) => void): void {
     const plans = this.inventory.batches[batch - 1];
     let remaining = plans.length;
     let failure: RelocationReason | undefined;
@@ -37,7 +37,8 @@ export class UnitPool {
       if (batch === 2) this.closeMovedShells();
       report({ type: 'BATCH_DONE', batch, ...(failure !== undefined ? { failure } : {}) });
     };
-    if (remaining === 0 || this.stopping) {
+    if (remaining === 0 || this.stopping || !target) {
+      if (!target && remaining > 0) failure = RelocationReason.RelocationFailed; // units need a target (never for an empty host)
       // Reported asynchronously: the supervisor is still inside the transition that sent START_BATCH.
       if (this.stopping && remaining > 0) failure = RelocationReason.DeadlineExceeded;
       queueMicrotask(finish);
