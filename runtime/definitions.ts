@@ -145,7 +145,3 @@ export function defineSpot<S>(
     readiness: definition.readiness ?? 'Immediate',
   });
 }
-
-export function isActorDefinition(d: ObjectDefinition): d is ActorDefinition<any> {
-  return d.kind === 'actor';
-}

@@ -16,8 +16,6 @@ export type WorkItem =
   /** Local control (membership callbacks, closing); never moves — preflight waits for it (§4). */
   | { readonly k: 'ctl'; readonly to: ObjectKey; readonly run: () => unknown };
 
-export type MovableItem = Extract<WorkItem, { k: 'msg' | 'tick' }>;
-
 export class Lane {
   private queue: WorkItem[] = [];
   private head = 0;

@@ -44,8 +44,6 @@ export class Hosted {
   hold: Envelope[] | undefined;
   /** User Spots: member Actor ids. */
   readonly members: Set<string> | undefined;
-  /** ApplicationSignaled readiness: set by relocationReady().defer() during a turn. */
-  deferRequested = false;
   closingSignal: AbortSignal | undefined;
   readonly ctx: ObjectContext<unknown> & SpotContext<unknown>;
 
@@ -84,10 +82,7 @@ export class Hosted {
         return self.members ? [...self.members] : [];
       },
       relocationReady: (): RelocationReadyHandle => ({
-        defer: () => {
-          self.deferRequested = true;
-          server.onDeferSignaled(self);
-        },
+        defer: () => server.onDeferSignaled(self),
       }),
     };
   }
@@ -371,7 +366,6 @@ export class ObjectServer {
     if (listener) listener();
     else {
       // §7: no relocation prepared → Continued runs on the source in the next application turn.
-      spot.deferRequested = false;
       this.runReadyCompleted(spot, 'Continued');
     }
   }

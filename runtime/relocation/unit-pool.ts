@@ -18,16 +18,11 @@ export class UnitPool {
   private readonly live = new Set<SourceUnit>();
   /** PerActor shells that cut over: closed with RelocationOut once their member Actors moved (§10.2 step 6). */
   private readonly movedShells: UnitPlan[] = [];
-  private idleWaiters: (() => void)[] = [];
 
   constructor(
     private readonly coord: RelocationCoordinator,
     readonly inventory: Inventory,
   ) {}
-
-  get liveUnits(): ReadonlySet<SourceUnit> {
-    return this.live;
-  }
 
   startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, report: (event: PoolReport) => void): void {
     const plans = this.inventory.batches[batch - 1];
@@ -58,14 +53,12 @@ export class UnitPool {
           if (output.kind === 'restored') failure ??= output.reason;
           else if (output.kind === 'notStarted') failure ??= output.reason ?? RelocationReason.DeadlineExceeded;
           else if (plan.kind === 'perActorShell') this.movedShells.push(plan);
-          if (this.live.size === 0) this.wakeIdle();
           if (--remaining === 0) finish();
         },
         error: (error) => {
           this.coord.host.log('error', `relocation unit ${plan.id} machine failed`, error);
           this.live.delete(unit);
           failure ??= RelocationReason.RelocationFailed;
-          if (this.live.size === 0) this.wakeIdle();
           if (--remaining === 0) finish();
         },
       });
@@ -77,18 +70,6 @@ export class UnitPool {
   stopStarting(): void {
     this.stopping = true;
     for (const unit of this.live) unit.requestStop();
-  }
-
-  /** Resolves when no unit of this pool is running. */
-  idle(): Promise<void> {
-    if (this.live.size === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  private wakeIdle(): void {
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const w of waiters) w();
   }
 
   private closeMovedShells(): void {
