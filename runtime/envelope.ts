@@ -19,6 +19,8 @@ export interface Envelope {
   readonly req?: 1;
   /** Instance Spot type, when the message may create the Spot (§10.4: only by a first message). */
   readonly place?: string;
+  /** Set on a request that moved inside a relocation unit (saved work or relay): its terminal is recorded (§9). */
+  readonly moved?: 1;
   /** Send order at the accepting node; keeps one sender's order through a re-route (router.onBounce). */
   readonly seq?: number;
   /** Hops through Message Follow / bounce re-routing; bounded so a stale route cannot loop. */

@@ -147,6 +147,14 @@ export class Host implements FrameworkRuntime {
       onControl: (from, message) => this.relocation.onControl(from, message),
       connectWaitMs: Math.max(1000, options.timing.leaseMs),
       requestDiscovery: () => void this.discover(),
+      recordMovedTerminal: (id, terminal) =>
+        void this.stores.relocation
+          .recordRequestTerminal(
+            id,
+            terminal.ok ? { ok: true, value: terminal.value } : { ok: false, error: terminal.error ?? 'request failed' },
+            this.options.timing.requestTerminalTtlMs,
+          )
+          .catch((error: unknown) => this.log('warn', `late request terminal ${id} not recorded`, error)),
       isKnownPeer: (peer) => this.descriptorSnapshot.some((d) => sameNode(d, peer)),
       log: this.log,
     });

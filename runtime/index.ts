@@ -39,6 +39,6 @@ export { RELOCATION_CHANGED, TERMINATION_CHANGED } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint } from './relocation/events';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores } from '../stores';
-export type { Stores, NodeRef } from '../stores/types';
+export type { Stores, NodeRef, RequestTerminal } from '../stores/types';
 export { StoreUnavailableError, DataLostError } from '../stores/types';
 export type { MeshConfig } from '../transport/types';

@@ -97,6 +97,7 @@ describe('parseRuntimeOptions', () => {
       restoreValidityMs: 30_000,
       leaseMs: 10_000,
       discoveryIntervalMs: 250,
+      requestTerminalTtlMs: 600_000,
     });
     expect(Object.isFrozen(DEFAULT_TIMING)).toBe(true);
   });

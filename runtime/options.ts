@@ -22,6 +22,8 @@ export const DEFAULT_TIMING = Object.freeze({
   leaseMs: 10_000,
   /** How often the descriptor list is read for discovery and target selection. @default 250 */
   discoveryIntervalMs: 250,
+  /** How long the Relocation Store keeps the terminal of a request that completed after relocation. @default 600000 */
+  requestTerminalTtlMs: 600_000,
 });
 export type Timing = { -readonly [K in keyof typeof DEFAULT_TIMING]: number };
 
@@ -98,6 +100,7 @@ const runtimeOptionsSchema = z.object({
       restoreValidityMs: positiveMs.optional(),
       leaseMs: positiveMs.min(30).optional(),
       discoveryIntervalMs: positiveMs.optional(),
+      requestTerminalTtlMs: positiveMs.optional(),
     })
     .strict()
     .optional(),

@@ -16,6 +16,7 @@ export const envelopeSchema = z.object({
   place: z.string().min(1).optional(),
   hops: z.number().int().nonnegative().optional(),
   seq: z.number().int().nonnegative().optional(),
+  moved: z.literal(1).optional(),
 });
 
 const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });

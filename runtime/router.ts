@@ -46,6 +46,8 @@ export interface RouterDeps {
   readonly connectWaitMs: number;
   /** Ask for a discovery round now (an owner we are not connected to yet). */
   requestDiscovery(): void;
+  /** Writes the terminal of a request that completed after relocation to the Relocation Store. */
+  recordMovedTerminal(id: string, terminal: Terminal): void;
   /** The latest descriptor snapshot names exactly this run. */
   isKnownPeer(peer: NodeRef): boolean;
   /** Runtime messages other than application traffic (relocation protocol). */
@@ -356,6 +358,8 @@ export class Router {
 
   /** The one terminal of a request, sent back to the node that accepted the call. */
   reply(env: Envelope, terminal: Terminal): void {
+    // §1.1, §9: a pending request that completes after relocation leaves its terminal in the Relocation Store.
+    if (env.moved) this.deps.recordMovedTerminal(env.id, terminal);
     if (sameNode(env.from, this.deps.self)) return this.settleTerminal(env.id, terminal);
     const message: ReplyMessage = { t: 'reply', id: env.id, ok: terminal.ok, value: terminal.value, error: terminal.error, kind: terminal.kind };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage))

@@ -128,7 +128,7 @@ export class SourceUnit {
       const objects: CapturedObject[] = this.objects.map((o) => this.captureObject(o, timers.get(o.key)!));
       const queue: CapturedItem[] = [];
       for (const item of this.captured) {
-        if (item.k === 'msg') queue.push({ k: 'msg', to: item.to, env: item.env });
+        if (item.k === 'msg') queue.push({ k: 'msg', to: item.to, env: movedEnvelope(item.env) });
         else if (item.k === 'tick' && !shell) queue.push({ k: 'tick', to: item.to, name: item.name });
       }
       bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects, queue });
@@ -195,7 +195,7 @@ export class SourceUnit {
     this.coord.host.clock.clearTimeout(this.replyTimer);
     this.state = 'crossed';
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
-    const relay = [...this.hold];
+    const relay = this.hold.map(movedEnvelope);
     const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
     this.s1 = host.clock.now(); // S1: terminal of the one-way cutover submit
     for (const o of this.objects) {
@@ -254,4 +254,9 @@ export class SourceUnit {
     this.paused = false;
     this.lane.resume();
   }
+}
+
+/** Marks work that crosses to the target inside a unit: a request among it completes after relocation (§9). */
+function movedEnvelope(env: Envelope): Envelope {
+  return env.req && !env.moved ? { ...env, moved: 1 } : env;
 }
