@@ -146,6 +146,7 @@ export class Host implements FrameworkRuntime {
       staging: (key) => this.relocation.staging(key),
       onControl: (from, message) => this.relocation.onControl(from, message),
       connectWaitMs: Math.max(1000, options.timing.leaseMs),
+      restoreValidityMs: options.timing.restoreValidityMs,
       requestDiscovery: () => void this.discover(),
       recordMovedTerminal: (id, terminal) =>
         void this.stores.relocation
@@ -214,6 +215,8 @@ export class Host implements FrameworkRuntime {
           onMessage: this.router.onMessage,
           onPayload: (from, id, result) => this.relocation.onPayload(from, id, result),
           onPeer: (peer) => this.onPeer(peer),
+          onPeerLeaving: (peer) => this.router.onPeerLeaving(peer),
+          onConnectionLost: (peer, info) => this.router.onConnectionLost(peer, info),
         },
       });
       this.endpoints = await this.transport.start();
@@ -575,6 +578,11 @@ export class Host implements FrameworkRuntime {
         .catch((error: unknown) => failures.push(error)),
     );
     await Promise.all(removals);
+    // Before the descriptor goes (peers close their end when it vanishes): every peer is asked to stop sending
+    // here and answers after its last message, while this router still answers each one (a redirect, a reply or
+    // a shutdown result, §15) — so replies already accepted have left and been read (item 12), and nothing a
+    // peer sent during Shutdown is dropped unanswered (item 9).
+    await this.transport?.quiesce?.();
     this.stopLoops();
     if (this.lease) {
       await this.stores.descriptors.release(this.lease).catch((error: unknown) => failures.push(error));

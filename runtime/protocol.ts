@@ -20,7 +20,15 @@ export const envelopeSchema = z.object({
 });
 
 const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });
-const bounce = z.object({ t: z.literal('bounce'), env: envelopeSchema });
+/**
+ * "Not here": the sender re-routes. `moved` names the node this one moved the object to, when it knows (a unit it
+ * relocated whose Message Follow route already ended, DESIGN "Convergence"): the sender may go there directly.
+ */
+const bounce = z.object({ t: z.literal('bounce'), env: envelopeSchema, moved: nodeRef.optional() });
+/** A forwarder tells a request's origin which node now holds it, so a lost forwarder does not fail it (item 8). */
+const via = z.object({ t: z.literal('via'), id: z.string().min(1), node: nodeRef });
+/** A one-way message reached an object of another ObjectGeneration (§12) and was rejected: drop the cached route. */
+const stale = z.object({ t: z.literal('stale'), to: z.string().regex(/^[as]:.+/), gen: z.number().int().nonnegative() });
 const reply = z.object({
   t: z.literal('reply'),
   id: z.string().min(1),
@@ -32,9 +40,12 @@ const reply = z.object({
 /** Relocation protocol messages are validated by runtime/relocation/protocol.ts. */
 const control = z.object({ t: z.string().regex(/^r\./) }).passthrough();
 
-const runtimeMessage = z.union([msg, bounce, reply, control]);
+const runtimeMessage = z.union([msg, bounce, reply, via, stale, control]);
 export type RuntimeMessageParsed = z.infer<typeof runtimeMessage>;
 export type ReplyMessage = z.infer<typeof reply>;
+export type BounceMessage = z.infer<typeof bounce>;
+export type ViaMessage = z.infer<typeof via>;
+export type StaleMessage = z.infer<typeof stale>;
 
 export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefined {
   const parsed = runtimeMessage.safeParse(raw);

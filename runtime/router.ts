@@ -6,7 +6,7 @@
  * Requests end exactly once (§15): reply, error, timeout or shutdown — the pending entry is removed first.
  */
 import { randomUUID } from 'node:crypto';
-import type { LocationStore, NodeRef, OwnerRecord } from '../stores/types';
+import type { LocationStore, NodeRef } from '../stores/types';
 import type { RuntimeMessage, Transport } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectRef, RequestOptions } from './context';
@@ -15,7 +15,8 @@ import { MAX_HOPS } from './envelope';
 import { abortReason, RemoteHandlerError, RequestError } from './errors';
 import { idOf, keyOfRef, nodeKey, sameNode, type ObjectKey } from './keys';
 import type { ObjectServer, Terminal } from './objects';
-import { parseRuntimeMessage, type ReplyMessage } from './protocol';
+import { parseRuntimeMessage, type BounceMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
+import { telemetry } from './telemetry';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -24,6 +25,22 @@ interface Pending {
   reject(error: Error): void;
   timer: unknown;
   cleanup?: () => void;
+  /** nodeKey of the node the request was last handed to (a lost connection to it ends the request, item 8). */
+  via?: string;
+  readonly key: ObjectKey;
+}
+
+/** Where this node sends an object's messages: the owner and the ObjectGeneration they are addressed to. */
+interface Route {
+  readonly owner: NodeRef;
+  readonly gen: number;
+}
+
+/** A node that bounced messages for an object: the store may still name it while the new owner's CAS lands (§11). */
+interface StaleOwner {
+  readonly owner: NodeRef;
+  /** When this sender started waiting for the record to move on (its own clock). */
+  readonly since: number;
 }
 
 export interface RouterDeps {
@@ -44,6 +61,11 @@ export interface RouterDeps {
   staging(key: ObjectKey): ((env: Envelope) => void) | undefined;
   /** How long a message waits for its peer's connection to become Ready. */
   readonly connectWaitMs: number;
+  /**
+   * §11: how long the Location Store may still name an old owner while the new one retries its CAS. A bounced
+   * sender keeps its messages and re-reads the owner for at most this long (DESIGN "Convergence, not hop counts").
+   */
+  readonly restoreValidityMs: number;
   /** Ask for a discovery round now (an owner we are not connected to yet). */
   requestDiscovery(): void;
   /** Writes the terminal of a request that completed after relocation to the Relocation Store. */
@@ -55,20 +77,37 @@ export interface RouterDeps {
   log(level: 'warn' | 'error', message: string, error?: unknown): void;
 }
 
+/** First and longest pause between two Location Store reads while an owner record converges. */
+const CONVERGE_FIRST_MS = 5;
+const CONVERGE_MAX_MS = 200;
+
 export class Router {
-  private readonly routes = new Map<ObjectKey, OwnerRecord>();
+  private readonly routes = new Map<ObjectKey, Route>();
   /** Message Follow routes (§8 S1→S4): the old owner relays to the new one until S4. */
   private readonly follows = new Map<ObjectKey, NodeRef>();
+  /**
+   * Where this node moved an object, kept past S4 for restoreValidityMs: a message that still arrives is bounced
+   * with this hint, so its sender waits at the new owner instead of re-reading a record that may lag (§11).
+   */
+  private readonly moved = new Map<ObjectKey, { to: NodeRef; until: number }>();
+  /**
+   * Own messages per object that wait for a Location Store read (and whatever is sent to that object meanwhile):
+   * one queue per object keeps one sender's order through every lookup, bounce and re-route.
+   */
   private readonly resolving = new Map<ObjectKey, Envelope[]>();
   /** Per-origin send order: every envelope accepted here gets the next number. */
   private seq = 0;
   /** The highest `seq` this node sent towards each object's (cached) owner. */
   private readonly lastSent = new Map<ObjectKey, number>();
   /** Objects whose old owner is bouncing this node's messages: collected until the last one sent came back. */
-  private readonly rerouting = new Map<ObjectKey, { bounced: Envelope[]; until: number; timer: unknown }>();
+  private readonly rerouting = new Map<ObjectKey, { bounced: Envelope[]; until: number; timer: unknown; by: NodeRef; hint?: NodeRef }>();
   private readonly pending = new Map<string, Pending>();
   /** Messages for a peer that is known but not (yet, or no longer) Ready, in order, for a bounded time. */
   private readonly parked = new Map<string, { peer: NodeRef; messages: RuntimeMessage[]; timer: unknown }>();
+  /** Peers that announced they are closing (transport `quiesce`): nothing more is sent to them. */
+  private readonly leaving = new Set<string>();
+  /** One log line per peer and cause for undeliverable one-way messages (the metric counts each). */
+  private readonly loggedDrops = new Set<string>();
   private closed = false;
 
   constructor(private readonly deps: RouterDeps) {}
@@ -89,6 +128,7 @@ export class Router {
     const env = this.envelope(key, body, to, true);
     const promise = new Promise<unknown>((resolve, reject) => {
       const entry: Pending = {
+        key,
         resolve,
         reject,
         timer: this.deps.clock.setTimeout(
@@ -129,8 +169,11 @@ export class Router {
   /** Where a message goes next; `inbound` = it came from another node. */
   dispatch(env: Envelope, inbound = false): void {
     const refusal = this.deps.inboundRefusal();
-    if (this.deps.objects.get(env.to)) {
+    const local = this.deps.objects.get(env.to);
+    if (local) {
       if (refusal) return this.terminal(env, refusal);
+      // §12: packets of a previous generation are rejected, never handed to a re-created object.
+      if (env.gen !== 0 && env.gen !== local.objectGeneration) return this.staleGeneration(env, local.objectGeneration);
       this.deps.objects.deliver(env);
       return;
     }
@@ -142,65 +185,87 @@ export class Router {
     if (follow) return this.forward(follow, env);
     if (inbound) {
       if (env.place && this.deps.canPlaceInstances()) return void this.place(env, env.place);
-      // Not ours, no follow route: the origin re-resolves (its cached owner is stale).
+      // Not ours, no follow route: the origin re-resolves (its cached owner is stale) — never ignored (§15).
       return this.bounce(env);
     }
     const queued = this.resolving.get(env.to);
     if (queued) return void queued.push(env);
     const cached = this.routes.get(env.to);
     if (cached && !sameNode(cached.owner, this.deps.self)) {
-      if (this.sendTo(cached.owner, env, cached.objectGeneration)) return;
+      if (this.sendTo(cached.owner, env, cached.gen)) return;
       this.routes.delete(env.to);
     }
-    this.resolve(env);
+    this.resolveQueue(env.to, [env]);
   }
 
-  private resolve(first: Envelope): void {
-    this.resolveQueue(first.to, [first]);
-  }
-
-  /** One Location Store read for `queue` (and whatever is sent to `key` meanwhile), then each in order. */
-  private resolveQueue(key: ObjectKey, queue: Envelope[]): void {
+  /**
+   * One Location Store read for `queue` (and whatever is sent to the object meanwhile), then each in send order.
+   * With `stale`, the read is repeated with backoff while the record still names the node that turned the
+   * messages away, for at most restoreValidityMs (§11: the new owner retries its CAS that long).
+   */
+  private resolveQueue(key: ObjectKey, queue: Envelope[], stale?: StaleOwner): void {
     this.resolving.set(key, queue);
-    this.deps.location.get(idOf(key)).then(
-      (record) => {
-        this.resolving.delete(key);
-        for (const env of queue) this.routeResolved(env, record);
-      },
-      (error: unknown) => {
-        this.resolving.delete(key);
-        for (const env of queue) this.terminal(env, { ok: false, kind: 'unavailable', error: `location lookup failed: ${(error as Error).message}` });
-      },
-    );
+    const read = (pause: number): void => {
+      this.deps.location.get(idOf(key)).then(
+        (record) => {
+          if (this.closed) return this.endQueue(key, { ok: false, kind: 'shutdown', error: 'the host shut down before the message was routed' });
+          if (stale && record && sameNode(record.owner, stale.owner) && this.deps.clock.now() - stale.since < this.deps.restoreValidityMs) {
+            this.deps.clock.setTimeout(() => read(Math.min(pause * 2, CONVERGE_MAX_MS)), pause);
+            return;
+          }
+          const envs = this.takeQueue(key);
+          for (const env of envs) this.routeResolved(env, record ? { owner: record.owner, gen: record.objectGeneration } : undefined, stale);
+        },
+        (error: unknown) => this.endQueue(key, { ok: false, kind: 'unavailable', error: `location lookup failed: ${(error as Error).message}` }),
+      );
+    };
+    read(CONVERGE_FIRST_MS);
   }
 
-  private routeResolved(env: Envelope, record: OwnerRecord | undefined): void {
+  /** The queue of one object, in this node's send order (bounced messages rejoin it in their original place). */
+  private takeQueue(key: ObjectKey): Envelope[] {
+    const queue = this.resolving.get(key) ?? [];
+    this.resolving.delete(key);
+    return queue.sort((a, b) => (a.seq ?? 0) - (b.seq ?? 0));
+  }
+
+  private endQueue(key: ObjectKey, terminal: Terminal): void {
+    for (const env of this.takeQueue(key)) this.terminal(env, terminal);
+  }
+
+  private routeResolved(env: Envelope, route: Route | undefined, stale?: StaleOwner): void {
     if (this.deps.objects.get(env.to) || this.follows.get(env.to)) return this.dispatch(env);
-    if (!record) {
-      if (env.place) {
+    if (!route) {
+      if (env.place && env.gen === 0) {
         if (this.deps.canPlaceInstances()) return void this.place(env, env.place);
         const node = this.deps.placementNode(env.place);
         if (node && this.transmit(node, { t: 'msg', env })) return;
         return this.terminal(env, { ok: false, kind: 'unavailable', error: `no Serving node can place Instance Spot ${env.to}` });
       }
+      if (env.gen !== 0) return this.terminal(env, { ok: false, kind: 'stale-generation', error: `object ${env.to} of generation ${env.gen} no longer exists` });
       return this.terminal(env, { ok: false, kind: 'not-found', error: `no object ${env.to} is registered` });
     }
-    if (sameNode(record.owner, this.deps.self)) {
+    // §12: a message addressed to one ObjectGeneration never reaches a re-created object of the same id.
+    if (env.gen !== 0 && route.gen !== env.gen)
+      return this.terminal(env, { ok: false, kind: 'stale-generation', error: `object ${env.to} is now generation ${route.gen}, not ${env.gen}` });
+    if (sameNode(route.owner, this.deps.self)) {
       // The record names us but nothing is hosted or staged: the object is gone with a previous turn.
       return this.terminal(env, { ok: false, kind: 'not-found', error: `object ${env.to} is not hosted on its owner` });
     }
-    this.routes.set(env.to, record);
-    if (!this.sendTo(record.owner, env, record.objectGeneration))
-      this.terminal(env, { ok: false, kind: 'unavailable', error: `owner ${record.owner.nodeId} of ${env.to} is not connected` });
+    this.routes.set(env.to, route);
+    if (this.sendTo(route.owner, env, route.gen)) return;
+    if (sameNode(env.from, this.deps.self) && !stale) return this.reroute(env, route.owner);
+    this.terminal(env, { ok: false, kind: 'unavailable', error: `owner ${route.owner.nodeId} of ${env.to} is not reachable` });
   }
 
   private async place(env: Envelope, type: string): Promise<void> {
     try {
       const placed = await this.deps.objects.placeInstance(type, env.to.slice(2));
-      if ('local' in placed) this.deps.objects.deliver(env);
+      if ('local' in placed) this.dispatch(env);
       else {
-        this.routes.set(env.to, placed.record);
-        if (!this.sendTo(placed.record.owner, env, placed.record.objectGeneration))
+        const route = { owner: placed.record.owner, gen: placed.record.objectGeneration };
+        this.routes.set(env.to, route);
+        if (!this.sendTo(route.owner, env, route.gen))
           this.terminal(env, { ok: false, kind: 'unavailable', error: `owner of ${env.to} is not connected` });
       }
     } catch (error) {
@@ -209,24 +274,31 @@ export class Router {
   }
 
   private sendTo(owner: NodeRef, env: Envelope, gen: number): boolean {
-    if (env.seq !== undefined && sameNode(env.from, this.deps.self)) this.lastSent.set(env.to, env.seq);
-    return this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen ? { ...env, gen } : env });
+    const own = env.seq !== undefined && sameNode(env.from, this.deps.self);
+    if (!this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen ? { ...env, gen } : env })) return false;
+    if (own) this.lastSent.set(env.to, env.seq!);
+    return true;
   }
 
   /**
    * Sends in order; a peer that is not Ready yet gets the message parked until it is (or the wait ends, when
-   * requests among them end `unavailable`). false only when there is no transport at all.
+   * requests among them end `unavailable`). false when there is no transport or the peer is closing (the caller
+   * re-routes).
    */
   private transmit(peer: NodeRef, message: RuntimeMessage): boolean {
     const transport = this.deps.transport();
     if (!transport || this.closed) return false;
     const key = nodeKey(peer);
+    if (this.leaving.has(key)) return false;
     const parked = this.parked.get(key);
     if (parked) {
       parked.messages.push(message);
       return true;
     }
-    if (transport.send(peer, message)) return true;
+    if (transport.send(peer, message)) {
+      this.handedTo(key, message);
+      return true;
+    }
     // Park and look again: the next discovery round either finds that run (connect, flush on Ready) or
     // finds it gone (revalidateParked re-resolves the owners).
     const entry = {
@@ -239,6 +311,15 @@ export class Router {
     return true;
   }
 
+  /** A request of this node left over the connection to `peer`: losing that connection ends it (item 8). */
+  private handedTo(peerKey: string, message: RuntimeMessage): void {
+    if (message.t !== 'msg') return;
+    const env = (message as unknown as { env: Envelope }).env;
+    if (!env.req) return;
+    const entry = this.pending.get(env.id);
+    if (entry) entry.via = peerKey;
+  }
+
   /** A peer became Ready: flush what waited for it, in order. */
   onPeerReady(peer: NodeRef): void {
     const key = nodeKey(peer);
@@ -246,18 +327,59 @@ export class Router {
     const transport = this.deps.transport();
     if (!entry || !transport) return;
     let i = 0;
-    for (; i < entry.messages.length; i++) if (!transport.send(peer, entry.messages[i]!)) break;
+    for (; i < entry.messages.length; i++) {
+      if (!transport.send(peer, entry.messages[i]!)) break;
+      this.handedTo(key, entry.messages[i]!);
+    }
     if (i === entry.messages.length) {
       this.deps.clock.clearTimeout(entry.timer);
       this.parked.delete(key);
     } else entry.messages.splice(0, i);
   }
 
-  /** A message for a node that is gone: application messages re-resolve their owner, others are dropped. */
+  /**
+   * The peer announced it is closing (§14 cleanup on its side): what waits for it is re-routed now, and nothing
+   * more is sent there; requests it holds still get their answers before it closes.
+   */
+  onPeerLeaving(peer: NodeRef): void {
+    const key = nodeKey(peer);
+    this.leaving.add(key);
+    const entry = this.parked.get(key);
+    if (!entry) return;
+    this.deps.clock.clearTimeout(entry.timer);
+    this.parked.delete(key);
+    for (const message of entry.messages) this.unreachable(peer, message);
+  }
+
+  /**
+   * The connection to `peer` closed. After an announced close the peer read and answered everything; otherwise
+   * what was written may be lost: requests that went over it end `unavailable` at once rather than at their
+   * timeout (DESIGN "No silent loss", item 8), and the loss is counted and logged once.
+   */
+  onConnectionLost(peer: NodeRef, info: { announced: boolean; unwritten: number }): void {
+    const key = nodeKey(peer);
+    const announced = info.announced || this.leaving.has(key);
+    this.leaving.delete(key);
+    if (announced && info.unwritten === 0) return;
+    let failed = 0;
+    for (const [id, entry] of [...this.pending]) {
+      if (entry.via !== key) continue;
+      failed++;
+      this.settle(id, undefined, new RequestError('unavailable', `the connection to ${peer.nodeId} was lost before the reply arrived (the request may or may not have run)`));
+    }
+    telemetry.connectionLost();
+    this.deps.log(
+      'warn',
+      `connection to ${peer.nodeId}#${peer.lifecycleGeneration} lost${announced ? ' while closing' : ''}: ${failed} request(s) ended unavailable, ` +
+        `${info.unwritten} queued message(s) were never written; one-way sends written just before the loss may not have been read`,
+    );
+  }
+
+  /** A message for a node that is gone or closing: this node's own messages re-resolve their owner, in order. */
   private unreachable(peer: NodeRef, message: RuntimeMessage): void {
     const env = (message as { env?: Envelope }).env;
     if ((message.t === 'msg' || message.t === 'bounce') && env) {
-      if (sameNode(env.from, this.deps.self)) return this.reroute(env);
+      if (sameNode(env.from, this.deps.self)) return this.reroute(env, peer);
       return this.terminal(env, { ok: false, kind: 'unavailable', error: `node ${peer.nodeId} is gone` });
     }
     this.deps.log('warn', `message '${message.t}' for ${peer.nodeId} dropped: that node is gone`);
@@ -288,24 +410,41 @@ export class Router {
   private forward(to: NodeRef, env: Envelope): void {
     const hops = (env.hops ?? 0) + 1;
     if (hops > MAX_HOPS) return this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} exceeded ${MAX_HOPS} hops` });
-    if (!this.transmit(to, { t: 'msg', env: { ...env, hops } }))
-      this.terminal(env, { ok: false, kind: 'unavailable', error: `Message Follow target ${to.nodeId} of ${env.to} is not connected` });
+    if (!this.transmit(to, { t: 'msg', env: { ...env, hops } })) {
+      if (sameNode(env.from, this.deps.self)) return this.reroute(env, to);
+      return this.bounce(env);
+    }
+    // The origin now waits on `to`, not on this node (which may close before `to` answers).
+    if (env.req && !sameNode(env.from, this.deps.self)) {
+      const via: ViaMessage = { t: 'via', id: env.id, node: { nodeId: to.nodeId, lifecycleGeneration: to.lifecycleGeneration } };
+      this.transmit(env.from, via as unknown as RuntimeMessage);
+    }
   }
 
+  /** "Not here" back to the origin, with where this node moved the object when it knows (§11 convergence). */
   private bounce(env: Envelope): void {
-    if (sameNode(env.from, this.deps.self)) return this.reroute(env);
-    if (!this.transmit(env.from, { t: 'bounce', env }))
-      this.deps.log('warn', `message for ${env.to} could not be bounced to ${env.from.nodeId}`);
+    if (sameNode(env.from, this.deps.self)) return this.reroute(env, this.deps.self);
+    const moved = this.movedTo(env.to);
+    const message: BounceMessage = { t: 'bounce', env: env as BounceMessage['env'], ...(moved ? { moved } : {}) };
+    if (!this.transmit(env.from, message as unknown as RuntimeMessage)) this.undeliverable(env, 'origin-unreachable', `its origin ${env.from.nodeId} is not reachable for a redirect`);
+  }
+
+  private movedTo(key: ObjectKey): NodeRef | undefined {
+    const entry = this.moved.get(key);
+    if (!entry) return undefined;
+    if (this.deps.clock.now() < entry.until) return entry.to;
+    this.moved.delete(key);
+    return undefined;
   }
 
   /**
-   * The old owner bounced one of this node's messages (its Message Follow route ended, §8 S4). Everything this
-   * node sent there after it bounces too, in order, on the same connection: new sends to that object wait
-   * until the last one sent came back, then all go to the re-resolved owner in their original order — so a
-   * re-route never reorders one sender's messages.
+   * The old owner bounced one of this node's messages. Everything this node sent there after it bounces too, in
+   * order, on the same connection: new sends to that object wait until the last one sent came back, then all go
+   * to the new owner in their original order — so a re-route never reorders one sender's messages.
    */
-  private onBounce(env: Envelope): void {
-    if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return this.reroute(env);
+  private onBounce(from: NodeRef, message: BounceMessage): void {
+    const env = message.env as Envelope;
+    if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return this.reroute(env, from);
     const key = env.to;
     let entry = this.rerouting.get(key);
     if (!entry) {
@@ -314,11 +453,13 @@ export class Router {
       entry = {
         bounced: [],
         until: this.lastSent.get(key) ?? env.seq,
+        by: from,
         // A bounce that never comes (lost with a connection) must not hold the object's sends forever.
         timer: this.deps.clock.setTimeout(() => this.finishReroute(key), Math.max(100, Math.min(this.deps.connectWaitMs, 2000))),
       };
       this.rerouting.set(key, entry);
     }
+    if (message.moved) entry.hint = message.moved;
     entry.bounced.push(env);
     if (env.seq >= entry.until) this.finishReroute(key);
   }
@@ -328,32 +469,63 @@ export class Router {
     if (!entry) return;
     this.rerouting.delete(key);
     this.deps.clock.clearTimeout(entry.timer);
-    const bounced = entry.bounced.sort((a, b) => a.seq! - b.seq!);
-    const waiting = this.resolving.get(key) ?? [];
-    this.resolving.delete(key);
-    const queue: Envelope[] = [];
-    for (const env of bounced) {
+    const queue = this.resolving.get(key) ?? [];
+    for (const env of entry.bounced) {
       const hops = (env.hops ?? 0) + 1;
-      if (hops > MAX_HOPS) this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} did not converge` });
-      else queue.push({ ...env, hops, gen: 0 });
+      if (hops > MAX_HOPS) this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} did not converge within ${MAX_HOPS} redirects` });
+      else queue.push({ ...env, hops });
     }
-    queue.push(...waiting);
-    if (queue.length) this.resolveQueue(key, queue);
+    this.resolving.set(key, queue);
+    const hint = entry.hint;
+    if (hint && !sameNode(hint, this.deps.self) && !this.leaving.has(nodeKey(hint))) {
+      // The old owner knows where it moved the object: wait there (its temporary queue or its owner dispatch).
+      const envs = this.takeQueue(key);
+      for (const env of envs) {
+        if (this.sendTo(hint, env, env.gen)) continue;
+        this.reroute(env, hint);
+      }
+      return;
+    }
+    this.resolveQueue(key, queue, { owner: entry.by, since: this.deps.clock.now() });
   }
 
-  /** A stale route: drop the cached owner and resolve again, a bounded number of times. */
-  private reroute(env: Envelope): void {
+  /**
+   * A stale route (owner unreachable, closing or not hosting): drop the cached owner and re-read the Location
+   * Store until it names another node or restoreValidityMs pass. The message joins the object's queue, so later
+   * sends wait behind it (item 10: no overtaking).
+   */
+  private reroute(env: Envelope, staleOwner: NodeRef): void {
     this.routes.delete(env.to);
     const hops = (env.hops ?? 0) + 1;
-    if (hops > MAX_HOPS) return this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} did not converge` });
-    // Back off a little: the owner record may be in the middle of a cutover CAS.
-    this.deps.clock.setTimeout(() => this.dispatch({ ...env, hops, gen: 0 }), 5 * hops);
+    if (hops > MAX_HOPS) return this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} did not converge within ${MAX_HOPS} redirects` });
+    const next = { ...env, hops };
+    const queued = this.resolving.get(env.to);
+    if (queued) return void queued.push(next);
+    this.resolveQueue(env.to, [next], { owner: staleOwner, since: this.deps.clock.now() });
   }
 
-  /** Ends a request that cannot be delivered; a one-way message is dropped with a warning. */
+  /** §12: a message for an older ObjectGeneration. Requests end stale-generation; a one-way sender drops its route. */
+  private staleGeneration(env: Envelope, current: number): void {
+    if (env.req) return this.reply(env, { ok: false, kind: 'stale-generation', error: `object generation ${env.gen} is not current (${current})` });
+    this.undeliverable(env, 'stale-generation', `object generation ${env.gen} is not current (${current})`);
+    if (sameNode(env.from, this.deps.self)) return void this.routes.delete(env.to);
+    const notice: StaleMessage = { t: 'stale', to: env.to, gen: env.gen };
+    this.transmit(env.from, notice as unknown as RuntimeMessage);
+  }
+
+  /** Ends a request that cannot be delivered; a one-way message is counted and logged (once per origin and cause). */
   terminal(env: Envelope, terminal: Terminal): void {
     if (env.req) return this.reply(env, terminal);
-    this.deps.log('warn', `one-way message to ${env.to} dropped: ${terminal.error}`);
+    this.undeliverable(env, terminal.kind ?? 'unavailable', terminal.error ?? 'undeliverable');
+  }
+
+  private undeliverable(env: Envelope, cause: string, why: string): void {
+    telemetry.undeliverable(cause);
+    const once = `${nodeKey(env.from)}\u0000${cause}`;
+    if (this.loggedDrops.has(once)) return;
+    if (this.loggedDrops.size > 10_000) this.loggedDrops.clear();
+    this.loggedDrops.add(once);
+    this.deps.log('warn', `one-way message to ${env.to} from ${env.from.nodeId} not delivered (${cause}): ${why} — further ones for this origin and cause are only counted (zlink.runtime.message.undeliverable)`);
   }
 
   /** The one terminal of a request, sent back to the node that accepted the call. */
@@ -368,6 +540,11 @@ export class Router {
 
   private settleTerminal(id: string, terminal: Terminal): void {
     if (terminal.ok) return this.settle(id, terminal.value);
+    // The object is of another generation now: the next new send re-resolves it (§12 "must be rebound").
+    if (terminal.kind === 'stale-generation') {
+      const key = this.pending.get(id)?.key;
+      if (key) this.routes.delete(key);
+    }
     const error =
       terminal.kind === 'handler' ? new RemoteHandlerError(terminal.error ?? 'handler failed') : new RequestError(terminal.kind ?? 'unavailable', terminal.error ?? 'request failed');
     this.settle(id, undefined, error);
@@ -388,10 +565,27 @@ export class Router {
     if (this.closed) return;
     const message = parseRuntimeMessage(raw);
     if (!message) return this.deps.log('warn', `invalid runtime message '${String(raw?.t)}' from ${from.nodeId} dropped`);
-    if (message.t === 'msg') return this.dispatch((message as { env: Envelope }).env, true);
-    if (message.t === 'reply') return this.settleTerminal((message as ReplyMessage).id, message as ReplyMessage);
-    if (message.t === 'bounce') return this.onBounce((message as { env: Envelope }).env);
-    this.deps.onControl(from, raw);
+    switch (message.t) {
+      case 'msg':
+        return this.dispatch((message as { env: Envelope }).env, true);
+      case 'reply':
+        return this.settleTerminal((message as ReplyMessage).id, message as ReplyMessage);
+      case 'bounce':
+        return this.onBounce(from, message as BounceMessage);
+      case 'via': {
+        const via = message as ViaMessage;
+        const entry = this.pending.get(via.id);
+        if (entry) entry.via = nodeKey(via.node);
+        return;
+      }
+      case 'stale': {
+        const stale = message as StaleMessage;
+        if (this.routes.get(stale.to)?.gen === stale.gen) this.routes.delete(stale.to);
+        return;
+      }
+      default:
+        this.deps.onControl(from, raw);
+    }
   };
 
   // ── Message Follow (owned by relocation units) ──────────────────────────────────────
@@ -399,10 +593,20 @@ export class Router {
   setFollow(key: ObjectKey, to: NodeRef): void {
     this.follows.set(key, to);
     this.routes.delete(key);
+    this.moved.set(key, { to, until: Number.POSITIVE_INFINITY });
   }
 
+  /** S4: the relay ends; the bounce hint stays for restoreValidityMs while the new owner's CAS may still land. */
   removeFollow(key: ObjectKey): void {
     this.follows.delete(key);
+    const entry = this.moved.get(key);
+    if (entry) this.moved.set(key, { to: entry.to, until: this.deps.clock.now() + this.deps.restoreValidityMs });
+    if (this.moved.size > 1024 && this.moved.size % 1024 === 0) this.sweepMoved();
+  }
+
+  private sweepMoved(): void {
+    const now = this.deps.clock.now();
+    for (const [key, entry] of this.moved) if (entry.until <= now) this.moved.delete(key);
   }
 
   get followCount(): number {
@@ -417,10 +621,17 @@ export class Router {
   close(): void {
     this.closed = true;
     for (const entry of this.parked.values()) this.deps.clock.clearTimeout(entry.timer);
-    this.parked.clear();
+    for (const [key, entry] of [...this.parked]) {
+      this.parked.delete(key);
+      for (const message of entry.messages) {
+        const env = (message as { env?: Envelope }).env;
+        if (message.t === 'msg' && env && !sameNode(env.from, this.deps.self)) this.undeliverable(env, 'shutdown', 'the forwarding host shut down');
+      }
+    }
     for (const entry of this.rerouting.values()) this.deps.clock.clearTimeout(entry.timer);
     this.rerouting.clear();
     this.follows.clear();
+    this.moved.clear();
     this.routes.clear();
     for (const id of [...this.pending.keys()]) this.settle(id, undefined, new RequestError('shutdown', 'the host shut down before the request completed'));
   }

@@ -29,6 +29,12 @@ function makeInstruments() {
     hostState: meter.createCounter('zlink.runtime.host.state_transitions', { description: 'Host lifecycle transitions by new state' }),
     hostRelocations: meter.createCounter('zlink.runtime.host.relocations', { description: 'Host Relocate results by mode, outcome and reason' }),
     hostTerminations: meter.createCounter('zlink.runtime.host.terminations', { description: 'Host Shutdown results by outcome and reason' }),
+    undeliverable: meter.createCounter('zlink.runtime.message.undeliverable', {
+      description: 'One-way application messages that could not be delivered, by cause (a request ends with an error instead)',
+    }),
+    connectionLost: meter.createCounter('zlink.runtime.connection_lost', {
+      description: 'Peer connections that closed without the peer announcing it (requests in flight over them end unavailable)',
+    }),
   };
 }
 
@@ -80,6 +86,13 @@ export const telemetry = {
         reason: nameOf(RelocationReason, result.reason),
       }),
     );
+  },
+  /** `cause` is one of a fixed set of words (no IDs, §16). */
+  undeliverable(cause: string): void {
+    safely(() => instruments().undeliverable.add(1, { cause }));
+  },
+  connectionLost(): void {
+    safely(() => instruments().connectionLost.add(1));
   },
   termination(result: TerminationResult): void {
     safely(() =>

@@ -38,6 +38,8 @@ export interface ConnectionOwner {
   admitted(conn: Connection): void;
   ready(conn: Connection): void;
   draining(conn: Connection): void;
+  /** The peer announced it is about to close (`quiesce`): nothing more is sent to it. */
+  leaving(conn: Connection): void;
   messages(conn: Connection, messages: RuntimeMessage[]): void;
   payload(conn: Connection, payloadId: string, result: PayloadResult): void;
   protocolError(conn: Connection, reason: string): void;
@@ -80,6 +82,10 @@ export class Connection {
   closeCode = 0;
   /** true once the peer sent `draining` (§14 step 1). */
   peerDraining = false;
+  /** true once the peer sent `quiesce`: it is about to close, so runtime messages go elsewhere. */
+  peerLeaving = false;
+  /** Waiting for the peer's `quiesced` answer to our `quiesce`. */
+  private quiesceWaiters: (() => void)[] | undefined;
   private sentDraining = false;
   private myNonce = '';
   private theirNonce = '';
@@ -128,6 +134,11 @@ export class Connection {
     conn.link = dial(conn.handlers());
     return conn;
   }
+
+  /** Runtime traffic could flow at some point (so its loss may have cost messages). */
+  canExchangeBeforeClose = false;
+  /** Runtime messages still queued (never written) when the link closed. */
+  unwrittenAtClose = 0;
 
   get isReady(): boolean {
     return this.state === 'ready';
@@ -264,6 +275,7 @@ export class Connection {
       case 'ready': {
         if (this.state !== 'awaiting-ready') throw new FrameError(`ready in state ${this.state}`);
         this.state = 'ready';
+        this.canExchangeBeforeClose = true;
         this.clearHandshakeTimer();
         // A sealed node sends admitted peers only the Draining update (§14 step 1), so no Ready back.
         if (!this.outbound && !this.sentDraining) this.sendControl({ k: 'ready' });
@@ -274,8 +286,22 @@ export class Connection {
         if (!this.isAdmitted) throw new FrameError(`draining in state ${this.state}`);
         if (this.peerDraining) return;
         this.peerDraining = true;
+        if (this.canExchange) this.canExchangeBeforeClose = true;
         this.clearHandshakeTimer(); // a draining peer never sends Ready; the connection stays for accepted work
         this.owner.draining(this);
+        return;
+      }
+      case 'quiesce': {
+        if (!this.canExchange) throw new FrameError('quiesce before Ready');
+        if (this.peerLeaving) return;
+        this.peerLeaving = true;
+        this.owner.leaving(this); // the runtime re-routes what it would have sent here …
+        if (this.isOpen) this.sendControl({ k: 'quiesced' }); // … and this answer follows our last queued message
+        return;
+      }
+      case 'quiesced': {
+        if (!this.quiesceWaiters) throw new FrameError('quiesced without quiesce');
+        for (const w of this.quiesceWaiters.splice(0)) w();
         return;
       }
       case 'ack': {
@@ -355,7 +381,21 @@ export class Connection {
     if (!this.isAdmitted) return this.close(CloseCode.Sealed, 'sealed: no new peer admission');
     if (this.sentDraining) return;
     this.sentDraining = true;
+    if (this.canExchange) this.canExchangeBeforeClose = true;
     this.sendControl({ k: 'draining' });
+  }
+
+  /**
+   * §14 cleanup step 4: asks the peer to stop sending and resolves once it answered (everything it sent before
+   * the answer has been read and handed to the owner) or the connection closed. Bounded by the caller.
+   */
+  quiesce(): Promise<void> {
+    if (!this.isOpen || !this.canExchange) return Promise.resolve();
+    const first = !this.quiesceWaiters;
+    this.quiesceWaiters ??= [];
+    const done = new Promise<void>((resolve) => this.quiesceWaiters!.push(resolve));
+    if (first) this.sendControl({ k: 'quiesce' });
+    return done;
   }
 
   /**
@@ -456,6 +496,7 @@ export class Connection {
     this.clearHandshakeTimer();
     if (this.flushScheduled) clearImmediate(this.flushScheduled);
     this.flushScheduled = undefined;
+    this.unwrittenAtClose = this.pending.length;
     this.pending = [];
     this.failOutgoing();
     // Half-received payloads are truncated by the loss (onPayload ok:false), unless the transport is closing.
@@ -463,6 +504,7 @@ export class Connection {
       this.owner.payload(this, id, { ok: false, error: new PayloadRejectedError(`payload ${id} truncated: connection closed (${code})`) });
     }
     this.owner.closed(this, this.closeCode, reason);
+    for (const w of this.quiesceWaiters?.splice(0) ?? []) w();
     for (const w of this.closeWaiters.splice(0)) w();
   }
 }

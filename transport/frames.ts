@@ -53,8 +53,15 @@ const draining = z.strictObject({ k: z.literal('draining') });
 const ack = z.strictObject({ k: z.literal('ack'), id: payloadId, ok: z.boolean(), error: z.string().max(1024).optional() });
 /** Source → target: a payload was abandoned mid-way (abort); the target drops what it reassembled. */
 const cancel = z.strictObject({ k: z.literal('cancel'), id: payloadId });
+/**
+ * §14 cleanup step 4, before the links close: "I am about to close; send me nothing more". The peer answers
+ * `quiesced` after every message it queued for this node, so on an ordered link nothing it sent is still on the
+ * wire when the closing side sees the answer, and everything the closing side sent (replies) was read first.
+ */
+const quiesce = z.strictObject({ k: z.literal('quiesce') });
+const quiesced = z.strictObject({ k: z.literal('quiesced') });
 
-export const ControlFrameSchema = z.discriminatedUnion('k', [challenge, hello, admit, ready, draining, ack, cancel]);
+export const ControlFrameSchema = z.discriminatedUnion('k', [challenge, hello, admit, ready, draining, ack, cancel, quiesce, quiesced]);
 export type ControlFrame = z.infer<typeof ControlFrameSchema>;
 
 export interface ChunkFrame {

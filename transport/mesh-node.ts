@@ -43,6 +43,10 @@ export interface MeshNodeContext {
   descriptorGeneration(nodeId: string): number | undefined;
   /** A run left for good (replaced by a newer generation or vanished from the descriptors). */
   peerGone(mesh: string, peer: NodeRef): void;
+  /** A peer announced it is closing (`quiesce`). */
+  peerLeaving(mesh: string, peer: NodeRef): void;
+  /** The exchange connection to a peer closed; `announced` = it had sent `quiesce` first (a clean goodbye). */
+  connectionLost(mesh: string, peer: NodeRef, info: { readonly announced: boolean; readonly unwritten: number }): void;
   countProtocolError(): void;
   countRefusedHello(): void;
 }
@@ -235,6 +239,11 @@ export class MeshNode implements ConnectionOwner {
     if (rec && rec.conn === conn) this.table.setState(rec, 'Draining');
   }
 
+  leaving(conn: Connection): void {
+    const rec = conn.peer && this.table.find(conn.peer);
+    if (rec && rec.conn === conn && !this.ctx.isClosing()) this.ctx.peerLeaving(this.mesh.name, this.refOf(conn));
+  }
+
   messages(conn: Connection, messages: RuntimeMessage[]): void {
     if (this.ctx.isClosing()) return;
     const from = this.refOf(conn);
@@ -266,6 +275,7 @@ export class MeshNode implements ConnectionOwner {
     const rec = peer && this.table.get(peer.nodeId);
     if (rec && rec.conn === conn) {
       rec.conn = undefined;
+      if (conn.canExchangeBeforeClose && !this.ctx.isClosing()) this.ctx.connectionLost(this.mesh.name, this.refOf(conn), { announced: conn.peerLeaving, unwritten: conn.unwrittenAtClose });
       // A Draining record stays Draining (§14 step 1: loss after the seal does not un-drain).
       if (rec.state !== 'Draining') this.table.setState(rec, 'Lost');
     } else if (peer && conn.outbound && code === CloseCode.Sealed && !this.isSealed()) {
@@ -302,6 +312,18 @@ export class MeshNode implements ConnectionOwner {
     for (const d of this.dialers.values()) d.stop();
     for (const conn of [...this.connections]) conn.seal();
     for (const rec of this.table.all()) if (rec.state === 'Connecting' && !rec.conn) this.table.setState(rec, 'Lost');
+  }
+
+  /**
+   * §14 cleanup step 4 prelude: every exchange connection is asked to stop sending to this node; resolves when all
+   * answered, or after closeGraceMs (a stalled peer must not hold Shutdown). Inbound traffic is still handled.
+   */
+  async quiesce(): Promise<void> {
+    const all = Promise.all([...this.connections].map((c) => c.quiesce()));
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.ctx.closeGraceMs)));
+    await Promise.race([all, grace]);
+    clearTimeout(timer);
   }
 
   /**

@@ -75,6 +75,12 @@ export class MeshTransport implements Transport {
         this.budgets.get(key)?.close(() => new PeerUnavailableError(`peer ${peer.nodeId}#${peer.lifecycleGeneration} left the mesh (replaced or vanished)`));
         this.budgets.delete(key);
       },
+      peerLeaving: (mesh, peer) => {
+        if (mesh === this.nodes[0]!.mesh.name) options.handlers.onPeerLeaving?.(peer);
+      },
+      connectionLost: (mesh, peer, info) => {
+        if (mesh === this.nodes[0]!.mesh.name) options.handlers.onConnectionLost?.(peer, info);
+      },
       countProtocolError: () => void this.counters.protocolErrors++,
       countRefusedHello: () => void this.counters.refusedHellos++,
     };
@@ -147,7 +153,7 @@ export class MeshTransport implements Transport {
   send(peer: NodeRef, message: RuntimeMessage): boolean {
     if (this.closing) return false;
     const conn = this.nodes[0]!.table.exchangeConnection(peer);
-    if (!conn) return false;
+    if (!conn || conn.peerLeaving) return false; // a leaving peer reads nothing more: the caller re-routes
     if (typeof message?.t !== 'string') throw new TypeError('send: a runtime message is an object with a string "t"');
     // Stringified now: the caller may reuse the object; the wire sees the value at send time.
     const json = JSON.stringify(message);
@@ -187,6 +193,11 @@ export class MeshTransport implements Transport {
    */
   disconnect(peer: NodeRef): void {
     for (const node of this.nodes) node.table.exchangeConnection(peer)?.close(CloseCode.Disconnected, 'disconnected on request');
+  }
+
+  async quiesce(): Promise<void> {
+    if (this.closing) return;
+    await Promise.all(this.nodes.map((n) => n.quiesce()));
   }
 
   seal(): void {

@@ -38,6 +38,14 @@ export interface TransportHandlers {
   onPayload(from: NodeRef, payloadId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void;
   /** Peer table changes on any mesh (admitted, ready, draining, lost, replaced by a newer generation). */
   onPeer?(peer: PeerInfo): void;
+  /** Primary mesh: the peer announced it is about to close; `send` to it returns false from now on. */
+  onPeerLeaving?(peer: NodeRef): void;
+  /**
+   * Primary mesh: the connection that carried runtime messages to `peer` closed. `unwritten` messages were still
+   * queued in it and are discarded; what was written may or may not have been read, unless the peer `announced`
+   * its close first (it answered `quiesced` after reading everything sent before).
+   */
+  onConnectionLost?(peer: NodeRef, info: { readonly announced: boolean; readonly unwritten: number }): void;
 }
 
 export interface TransportOptions {
@@ -103,6 +111,11 @@ export interface Transport {
   sendPayload(peer: NodeRef, payloadId: string, bytes: Buffer, lease: BudgetLease, signal?: AbortSignal): Promise<void>;
   /** §14 step 1: no Hello sent, none answered with Admit; admitted peers get only the Draining update. */
   seal(): void;
+  /**
+   * §14 cleanup step 4 prelude: asks every peer to stop sending to this node and waits (bounded by closeGraceMs)
+   * until each answered, so what peers sent is handled and what this node sent (replies) was read before close.
+   */
+  quiesce?(): Promise<void>;
   /** Completes or cancels accepted callbacks and in-flight writes, then closes sockets and listeners. */
   close(): Promise<void>;
   /** Closes the connection to a peer as a fault would (it reconnects); optional. */
