@@ -249,6 +249,9 @@ export class Router {
     if (env.gen !== 0 && route.gen !== env.gen)
       return this.terminal(env, { ok: false, kind: 'stale-generation', error: `object ${env.to} is now generation ${route.gen}, not ${env.gen}` });
     if (sameNode(route.owner, this.deps.self)) {
+      // Our CAS landed (S2) but dispatch is not open yet (S3): the message waits in the temporary queue.
+      const staged = this.deps.staging(env.to);
+      if (staged) return staged(env);
       // The record names us but nothing is hosted or staged: the object is gone with a previous turn.
       return this.terminal(env, { ok: false, kind: 'not-found', error: `object ${env.to} is not hosted on its owner` });
     }
