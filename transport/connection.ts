@@ -16,7 +16,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { CHUNK_WRITE_WINDOW, CloseCode } from './constants';
 import { splitPayload, Reassembler, type PayloadResult } from './chunks';
 import { abortError, FrameError, PayloadRejectedError, PeerUnavailableError } from './errors';
-import { batchFrameBytes, decodeFrame, encodeBatch, encodeChunk, encodeControl, type ControlFrame } from './frames';
+import { batchFrameBytes, decodeFrame, encodeBatch, encodeChunk, encodeControl, FrameKind, type ControlFrame } from './frames';
 import type { Link, LinkHandlers } from './link';
 import type { MeshConfig, RuntimeMessage } from './types';
 import type { NodeRef } from '../stores/types';
@@ -187,7 +187,10 @@ export class Connection {
   // ---- receiving -------------------------------------------------------------------------------------------
 
   private onFrame(buf: Buffer): void {
-    if (!this.isOpen) return; // frames racing our own close are dropped: nothing is delivered after close
+    if (this.state === 'closed') return; // nothing is delivered after the link reported closed
+    // Runtime messages the peer sent before it saw our close still count (a disconnect must not swallow them);
+    // everything else racing our own close is dropped. The owner drops all of it once the transport closes.
+    if (this.state === 'closing' && (this.violated || !this.canExchangeBeforeClose || buf[2] !== FrameKind.Batch)) return;
     let frame;
     try {
       frame = decodeFrame(buf, this.owner.maxFrameBytes);
@@ -197,6 +200,7 @@ export class Connection {
     }
     try {
       if (frame.kind === 'control') this.onControl(frame.frame);
+      else if (frame.kind === 'batch' && this.state === 'closing') this.owner.messages(this, frame.messages);
       else if (!this.canExchange) throw new FrameError(`${frame.kind} frame before Ready`);
       else if (frame.kind === 'batch') this.owner.messages(this, frame.messages);
       else {

@@ -248,7 +248,7 @@ export class MeshNode implements ConnectionOwner {
     if (this.ctx.isClosing()) return;
     const from = this.refOf(conn);
     for (const m of messages) {
-      if (!conn.isOpen) return; // a handler closed the transport or the connection mid-batch
+      if (this.ctx.isClosing()) return; // a handler closed the transport mid-batch
       this.ctx.handlers.onMessage(from, m);
     }
   }
