@@ -223,7 +223,11 @@ export interface Stores {
   readonly relocation: RelocationStore;
   /** Resolves when the provider answers; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
-  /** Releases connections. Shared stores are closed by their creator, not by a host. */
+  /**
+   * Releases connections (redis: quits its one ioredis connection; memory: holds none). Shared stores are closed by
+   * their creator, not by a host, after every host using them is shut down; then nothing of the stores keeps the
+   * process alive.
+   */
   close(): Promise<void>;
 }
 

@@ -5,7 +5,7 @@
  * crash: its timers never fire again) blocks its nodeId only until that lease expires; then the same nodeId starts.
  * Both stacks: memory stores + in-process transport, Redis + ws.
  */
-import { createRuntime, FrameworkRuntimeState, NodeIdInUseError, RelocationMode, RelocationOutcome, SimulatedClock, type FrameworkRuntime } from '../../runtime';
+import { FrameworkRuntimeState, NodeIdInUseError, RelocationMode, RelocationOutcome, SimulatedClock, type FrameworkRuntime } from '../../runtime';
 import { Counter } from '../support/hosts';
 import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from '../support/stack';
 
