@@ -45,6 +45,31 @@ export class AdmissionError extends Error {
   }
 }
 
+/**
+ * createRuntime refused to start: the owner lease of this nodeId is held by a live host (another process, or
+ * another host in this one). Two live hosts never share a nodeId; the refused start changed nothing for the live
+ * one (its lease, descriptor, state and objects). Give this host another nodeId.
+ *
+ * Restart after a crash: a host that ended without Shutdown still holds its lease until the lease expires — at
+ * most `timing.leaseMs` after its last renewal. Starting the same nodeId again succeeds once `leaseExpiresInMs`
+ * has passed (retry after it); a host that is still running keeps renewing, so its nodeId stays refused.
+ */
+export class NodeIdInUseError extends Error {
+  override readonly name = 'NodeIdInUseError';
+  constructor(
+    readonly nodeId: string,
+    /** Time left on the live host's owner lease when startup read it; that host extends it each renewal. */
+    readonly leaseExpiresInMs: number,
+    options?: { cause?: unknown },
+  ) {
+    super(
+      `nodeId '${nodeId}' is in use: a live host holds its owner lease, which expires in ${leaseExpiresInMs} ms unless that host renews it. ` +
+        `Start this host with another nodeId; if the holder crashed, start again once its lease expired (at most timing.leaseMs after its last renewal)`,
+      options,
+    );
+  }
+}
+
 /** A request's terminal other than a reply. */
 export class RequestError extends Error {
   override readonly name: string = 'RequestError';

@@ -5,12 +5,13 @@
 import { createActor, fromPromise, type Actor } from 'xstate';
 import { hostLifecycleMachine, type HostLifecycleEvent, type HostLifecycleStateName } from '../machines/host-lifecycle.machine';
 import { shutdownMachine } from '../machines/shutdown.machine';
+import { LeaseHeldError } from '../stores/lease-held-error';
 import type { NodeDescriptor, NodeRef, OwnerLease, Stores } from '../stores/types';
 import { createTransport } from '../transport';
 import type { PeerInfo, Transport } from '../transport/types';
 import { systemClock, type Clock } from './clock';
 import type { ObjectRef, RequestOptions } from './context';
-import { abortReason, AdmissionError, ArgumentError, raceAbort, RequestError } from './errors';
+import { abortReason, AdmissionError, ArgumentError, NodeIdInUseError, raceAbort, RequestError } from './errors';
 import { checkId, keyOfRef, nodeKey, sameNode } from './keys';
 import { ObjectServer, type Terminal } from './objects';
 import {
@@ -220,7 +221,7 @@ export class Host implements FrameworkRuntime {
         },
       });
       this.endpoints = await this.transport.start();
-      this.lease = await this.stores.descriptors.acquire(this.descriptor(FrameworkRuntimeState.Preparing), this.options.timing.leaseMs);
+      this.lease = await this.acquireLease();
       this.lastRenewAt = this.clock.now();
       this.scheduleRenew();
       await this.discover();
@@ -231,6 +232,19 @@ export class Host implements FrameworkRuntime {
       this.transition('STARTUP_FAILED');
       // Bounded cleanup of whatever started (Error → Draining → Stopped).
       await this.shutdown({ deadlineMs: 5000 }).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * Takes the owner lease exclusively: a live lease of this nodeId (another live host) refuses startup with
+   * NodeIdInUseError, and that host's lease, descriptor, state and objects stay as they were.
+   */
+  private async acquireLease(): Promise<OwnerLease> {
+    try {
+      return await this.stores.descriptors.acquire(this.descriptor(FrameworkRuntimeState.Preparing), this.options.timing.leaseMs);
+    } catch (error) {
+      if (error instanceof LeaseHeldError) throw new NodeIdInUseError(this.nodeId, error.leaseExpiresInMs, { cause: error });
       throw error;
     }
   }

@@ -19,7 +19,15 @@ export {
   DEFAULT_SHUTDOWN_DEADLINE_MS,
   DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES,
 } from './options';
-export { RelocationArgumentError, ArgumentError, AbortError, AdmissionError, RequestError, RemoteHandlerError } from './errors';
+export {
+  RelocationArgumentError,
+  ArgumentError,
+  AbortError,
+  AdmissionError,
+  NodeIdInUseError,
+  RequestError,
+  RemoteHandlerError,
+} from './errors';
 export {
   defineActor,
   defineSpot,

@@ -267,16 +267,50 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
         expect(await descriptors.renew(lease, 60)).toBe(false);
       });
 
-      test('a newer run takes the lease over; an older run cannot', async () => {
+      test('acquire is exclusive: a live lease refuses every other run, newer or older, with the time it has left', async () => {
         const { descriptors } = h.stores;
         const nodeId = unique('node');
-        const old = await descriptors.acquire(descriptor(nodeId, 1), 10_000);
-        const next = await descriptors.acquire(descriptor(nodeId, 2), 10_000);
-        expect(await descriptors.renew(old, 10_000)).toBe(false);
-        await expect(descriptors.acquire(descriptor(nodeId, 1), 10_000)).rejects.toThrow(LeaseHeldError);
-        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 2)]);
-        await descriptors.release(old);
-        expect(await mine(nodeId)).toHaveLength(1);
+        const live = await descriptors.acquire(descriptor(nodeId, 2), 10_000);
+        for (const generation of [3, 2, 1]) {
+          const refused = await descriptors.acquire(descriptor(nodeId, generation, 9), 10_000).catch((error: unknown) => error);
+          expect(refused).toBeInstanceOf(LeaseHeldError);
+          expect(refused).toMatchObject({ nodeId, heldGeneration: 2, requestedGeneration: generation });
+          expect((refused as LeaseHeldError).leaseExpiresInMs).toBeGreaterThan(0);
+          expect((refused as LeaseHeldError).leaseExpiresInMs).toBeLessThanOrEqual(10_000);
+          expect((refused as LeaseHeldError).message).toContain(nodeId);
+        }
+        await descriptors.release(live);
+      });
+
+      test('a refused acquire changes nothing for the holder: its lease, descriptor and renewals stay', async () => {
+        const { descriptors } = h.stores;
+        const nodeId = unique('node');
+        const live = await descriptors.acquire(descriptor(nodeId, 1), 10_000);
+        expect(await descriptors.publish(live, descriptor(nodeId, 1, 4))).toBe(true);
+        await expect(descriptors.acquire(descriptor(nodeId, 2, 7), 60)).rejects.toThrow(LeaseHeldError);
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 1, 4)]);
+        // Had the loser shortened the lease to its own 60 ms, it would be gone after this wait.
+        await h.advance(150);
+        expect(await descriptors.renew(live, 10_000)).toBe(true);
+        expect(await descriptors.publish(live, descriptor(nodeId, 1, 5))).toBe(true);
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 1, 5)]);
+        await descriptors.release(live);
+        expect(await mine(nodeId)).toEqual([]);
+      });
+
+      test('after the holder stops renewing (a crash), acquire succeeds once its lease expired; the old lease stays dead', async () => {
+        const { descriptors } = h.stores;
+        const nodeId = unique('node');
+        const crashed = await descriptors.acquire(descriptor(nodeId, 1), 60);
+        await expect(descriptors.acquire(descriptor(nodeId, 2), 10_000)).rejects.toThrow(LeaseHeldError);
+        await h.advance(150); // no renew, no release: the lease simply expires
+        const next = await descriptors.acquire(descriptor(nodeId, 3), 10_000);
+        expect(next).toMatchObject({ nodeId, lifecycleGeneration: 3 });
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 3)]);
+        expect(await descriptors.renew(crashed, 10_000)).toBe(false);
+        expect(await descriptors.publish(crashed, descriptor(nodeId, 1))).toBe(false);
+        await descriptors.release(crashed);
+        expect(await mine(nodeId)).toEqual([descriptor(nodeId, 3)]);
         await descriptors.release(next);
       });
 

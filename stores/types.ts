@@ -176,7 +176,11 @@ export interface OwnerLease {
 export interface DescriptorStore {
   /** Atomic counter per RID: a new value for every process run. */
   nextLifecycleGeneration(nodeId: string): Promise<number>;
-  /** Takes the owner lease for this run and publishes the descriptor under it. */
+  /**
+   * Takes the owner lease for this run and publishes the descriptor under it. Exclusive: while any run's lease for
+   * the nodeId is live (whatever its generation) it rejects with LeaseHeldError (its `leaseExpiresInMs`) and
+   * writes nothing; once that lease expired (its holder crashed or stopped renewing) it succeeds.
+   */
   acquire(descriptor: NodeDescriptor, leaseMs: number): Promise<OwnerLease>;
   /** Compare token and pexpire. false = the lease is gone (expired or taken by a newer run). */
   renew(lease: OwnerLease, leaseMs: number): Promise<boolean>;
@@ -219,7 +223,11 @@ export interface Stores {
   readonly relocation: RelocationStore;
   /** Resolves when the provider answers; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
-  /** Releases connections. Shared stores are closed by their creator, not by a host. */
+  /**
+   * Releases connections (redis: quits its one ioredis connection; memory: holds none). Shared stores are closed by
+   * their creator, not by a host, after every host using them is shut down; then nothing of the stores keeps the
+   * process alive.
+   */
   close(): Promise<void>;
 }
 

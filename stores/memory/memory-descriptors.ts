@@ -28,9 +28,9 @@ export class MemoryDescriptorStore implements DescriptorStore {
   async acquire(descriptor: NodeDescriptor, leaseMs: number): Promise<OwnerLease> {
     const value = parse(descriptorSchema, descriptor, 'acquire') as NodeDescriptor;
     parse(leaseMsSchema, leaseMs, 'acquire leaseMs');
+    // Exclusive: any live lease refuses, whatever its generation (a duplicate nodeId must not take a live host's lease).
     const current = this.live(value.nodeId);
-    if (current && current.lease.lifecycleGeneration >= value.lifecycleGeneration)
-      throw new LeaseHeldError(value.nodeId, current.lease.lifecycleGeneration, value.lifecycleGeneration);
+    if (current) throw new LeaseHeldError(value.nodeId, current.lease.lifecycleGeneration, value.lifecycleGeneration, current.expiresAt - this.now());
     const lease: OwnerLease = { nodeId: value.nodeId, lifecycleGeneration: value.lifecycleGeneration, token: randomBytes(16).toString('hex') };
     this.held.set(value.nodeId, { lease, expiresAt: this.now() + leaseMs, descriptor: value });
     return lease;

@@ -40,8 +40,8 @@ export class RedisDescriptorStore implements DescriptorStore {
         [opTtlMs, token!, lease.lifecycleGeneration, lease.token, leaseMs, JSON.stringify(value), encodeURIComponent(lease.nodeId)],
       ),
     );
-    const reply = JSON.parse(text!) as { ok?: true; held?: number };
-    if (reply.held !== undefined) throw new LeaseHeldError(lease.nodeId, reply.held, lease.lifecycleGeneration);
+    const reply = JSON.parse(text!) as { ok?: true; held?: number; pttl?: number };
+    if (reply.held !== undefined) throw new LeaseHeldError(lease.nodeId, reply.held, lease.lifecycleGeneration, Math.max(0, reply.pttl ?? 0));
     return lease;
   }
 

@@ -42,6 +42,7 @@ export async function quickstart(): Promise<{ before: unknown; after: unknown; o
   const after = await b.request({ actor: 'counter-1' }, { op: 'add', by: 1 }); // 3: state moved with the actor
   const owner = (await b.locate({ actor: 'counter-1' }))?.nodeId; // 'node-b'
   await b.shutdown();
+  await stores.close(); // after every host that uses them is shut down; then the process exits by itself
   return { before, after, owner };
 }
 
