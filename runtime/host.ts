@@ -286,6 +286,8 @@ export class Host implements FrameworkRuntime {
         return;
       }
       this.log('error', `owner lease of ${this.nodeId}#${this.lifecycleGeneration} was lost`);
+      // A lost lease does not come back (another run may hold it now): stop renewing instead of logging forever.
+      this.lease = undefined;
       this.transition('RUNTIME_ERROR');
     } catch (error) {
       if (this.clock.now() - this.lastRenewAt >= this.options.timing.leaseMs) {
@@ -615,8 +617,12 @@ export class Host implements FrameworkRuntime {
     this.router.close();
     const lease = this.lease;
     this.lease = undefined;
-    const bounded = <T>(p: Promise<T> | undefined) =>
-      Promise.race([p?.catch(() => undefined), new Promise<void>((r) => this.clock.setTimeout(r, 1000))]);
+    // Each wait is bounded, and its timer cleared once the wait is over, so nothing keeps the process alive.
+    const bounded = async <T>(p: Promise<T> | undefined): Promise<void> => {
+      let timer: unknown;
+      await Promise.race([p?.catch(() => undefined), new Promise<void>((r) => (timer = this.clock.setTimeout(r, 1000)))]);
+      this.clock.clearTimeout(timer);
+    };
     await Promise.all([bounded(lease ? this.stores.descriptors.release(lease) : undefined), bounded(this.transport?.close())]);
   }
 }
