@@ -531,6 +531,8 @@ export class Host implements FrameworkRuntime {
           await this.publishDescriptor(FrameworkRuntimeState.Draining);
         }),
         drainAcceptedWork: step(async () => {
+          // Messages this host accepted before the seal are handed on first (not dropped at the router's close).
+          await this.router.whenIdle();
           await this.relocation.settled();
           await this.objects.settleInFlight();
           await this.objects.drain();

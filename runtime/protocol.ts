@@ -40,7 +40,15 @@ const reply = z.object({
 /** Relocation protocol messages are validated by runtime/relocation/protocol.ts. */
 const control = z.object({ t: z.string().regex(/^r\./) }).passthrough();
 
-const runtimeMessage = z.union([msg, bounce, reply, via, stale, control]);
+/**
+ * Order marker (item 10 and the property test's "sender became the owner"): a node that now hosts an object it
+ * used to send to elsewhere asks that old route to answer `marked` after passing on (forward or bounce) what it
+ * already sent there; its own new messages for the object wait for the answer, so they never overtake them.
+ */
+const mark = z.object({ t: z.literal('mark'), to: z.string().regex(/^[as]:.+/) });
+const marked = z.object({ t: z.literal('marked'), to: z.string().regex(/^[as]:.+/) });
+
+const runtimeMessage = z.union([msg, bounce, reply, via, stale, mark, marked, control]);
 export type RuntimeMessageParsed = z.infer<typeof runtimeMessage>;
 export type ReplyMessage = z.infer<typeof reply>;
 export type BounceMessage = z.infer<typeof bounce>;

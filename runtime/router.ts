@@ -97,8 +97,14 @@ export class Router {
   private readonly resolving = new Map<ObjectKey, Envelope[]>();
   /** Per-origin send order: every envelope accepted here gets the next number. */
   private seq = 0;
-  /** The highest `seq` this node sent towards each object's (cached) owner. */
-  private readonly lastSent = new Map<ObjectKey, number>();
+  /** The last of this node's messages sent towards each object's (cached) owner, and where it went. */
+  private readonly lastSent = new Map<ObjectKey, { to: NodeRef; seq: number }>();
+  /**
+   * Objects that came to this node while its earlier messages for them may still be on the old route: new own
+   * messages wait here until the old route answered the order marker (or the wait ends).
+   */
+  private readonly marking = new Map<ObjectKey, { held: Envelope[]; peer: NodeRef; timer: unknown }>();
+  private idleWaiters: (() => void)[] = [];
   /** Objects whose old owner is bouncing this node's messages: collected until the last one sent came back. */
   private readonly rerouting = new Map<ObjectKey, { bounced: Envelope[]; until: number; timer: unknown; by: NodeRef; hint?: NodeRef }>();
   private readonly pending = new Map<string, Pending>();
@@ -174,6 +180,7 @@ export class Router {
       if (refusal) return this.terminal(env, refusal);
       // §12: packets of a previous generation are rejected, never handed to a re-created object.
       if (env.gen !== 0 && env.gen !== local.objectGeneration) return this.staleGeneration(env, local.objectGeneration);
+      if (!inbound && this.heldBehindOldRoute(env)) return;
       this.deps.objects.deliver(env);
       return;
     }
@@ -251,10 +258,16 @@ export class Router {
     if (sameNode(route.owner, this.deps.self)) {
       // Our CAS landed (S2) but dispatch is not open yet (S3): the message waits in the temporary queue.
       const staged = this.deps.staging(env.to);
-      if (staged) return staged(env);
+      if (staged) return this.heldBehindOldRoute(env) ? undefined : staged(env);
       // The record names us but nothing is hosted or staged: the object is gone with a previous turn.
       return this.terminal(env, { ok: false, kind: 'not-found', error: `object ${env.to} is not hosted on its owner` });
     }
+    if (stale && sameNode(route.owner, stale.owner))
+      return this.terminal(env, {
+        ok: false,
+        kind: 'unavailable',
+        error: `the owner record of ${env.to} still names ${stale.owner.nodeId}, which does not host it, after ${this.deps.restoreValidityMs} ms (§11)`,
+      });
     this.routes.set(env.to, route);
     if (this.sendTo(route.owner, env, route.gen)) return;
     if (sameNode(env.from, this.deps.self) && !stale) return this.reroute(env, route.owner);
@@ -279,8 +292,43 @@ export class Router {
   private sendTo(owner: NodeRef, env: Envelope, gen: number): boolean {
     const own = env.seq !== undefined && sameNode(env.from, this.deps.self);
     if (!this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen ? { ...env, gen } : env })) return false;
-    if (own) this.lastSent.set(env.to, env.seq!);
+    if (own) this.lastSent.set(env.to, { to: owner, seq: env.seq! });
     return true;
+  }
+
+  /**
+   * One of this node's own messages is about to be handled here (the object moved to this node) while earlier
+   * ones went to its old owner and may come back through Message Follow or a bounce. It waits until that node
+   * answered the order marker — sent on the same ordered connection, so the answer comes after them.
+   */
+  private heldBehindOldRoute(env: Envelope): boolean {
+    if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return false;
+    const mark = this.marking.get(env.to);
+    if (mark) {
+      mark.held.push(env);
+      return true;
+    }
+    const prev = this.lastSent.get(env.to);
+    if (!prev || sameNode(prev.to, this.deps.self)) return false;
+    this.lastSent.delete(env.to);
+    if (!this.transmit(prev.to, { t: 'mark', to: env.to })) return false;
+    const key = env.to;
+    this.marking.set(key, { held: [env], peer: prev.to, timer: this.deps.clock.setTimeout(() => this.releaseMark(key), this.deps.connectWaitMs) });
+    return true;
+  }
+
+  /** The old route answered (or is gone, or the wait ended): the held messages go on, in send order. */
+  private releaseMark(key: ObjectKey): void {
+    const mark = this.marking.get(key);
+    if (!mark) return;
+    this.marking.delete(key);
+    this.deps.clock.clearTimeout(mark.timer);
+    for (const env of mark.held.sort((a, b) => a.seq! - b.seq!)) {
+      const staged = this.deps.objects.get(key) ? undefined : this.deps.staging(key);
+      if (staged) staged(env);
+      else this.dispatch(env);
+    }
+    this.notifyIdle();
   }
 
   /**
@@ -363,6 +411,7 @@ export class Router {
     const key = nodeKey(peer);
     const announced = info.announced || this.leaving.has(key);
     this.leaving.delete(key);
+    for (const [object, mark] of [...this.marking]) if (nodeKey(mark.peer) === key) this.releaseMark(object);
     if (announced && info.unwritten === 0) return;
     let failed = 0;
     for (const [id, entry] of [...this.pending]) {
@@ -449,13 +498,15 @@ export class Router {
     const env = message.env as Envelope;
     if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return this.reroute(env, from);
     const key = env.to;
+    const mark = this.marking.get(key);
+    if (mark) return void mark.held.push(env); // it came back before the marker's answer: it goes first
     let entry = this.rerouting.get(key);
     if (!entry) {
       this.routes.delete(key);
       if (!this.resolving.has(key)) this.resolving.set(key, []);
       entry = {
         bounced: [],
-        until: this.lastSent.get(key) ?? env.seq,
+        until: this.lastSent.get(key)?.seq ?? env.seq,
         by: from,
         // A bounce that never comes (lost with a connection) must not hold the object's sends forever.
         timer: this.deps.clock.setTimeout(() => this.finishReroute(key), Math.max(100, Math.min(this.deps.connectWaitMs, 2000))),
@@ -581,6 +632,17 @@ export class Router {
         if (entry) entry.via = nodeKey(via.node);
         return;
       }
+      case 'mark': {
+        // Answered after everything that node sent here before it (ordered connection): forwarded or bounced.
+        const to = (message as { to: string }).to;
+        this.transmit(from, { t: 'marked', to });
+        return;
+      }
+      case 'marked': {
+        const mark = this.marking.get((message as { to: string }).to);
+        if (mark && sameNode(mark.peer, from)) this.releaseMark((message as { to: string }).to);
+        return;
+      }
       case 'stale': {
         const stale = message as StaleMessage;
         if (this.routes.get(stale.to)?.gen === stale.gen) this.routes.delete(stale.to);
@@ -620,6 +682,32 @@ export class Router {
     this.routes.delete(key);
   }
 
+  /** Nothing accepted here still waits to be routed (lookups, re-routes, parked messages, order markers). */
+  get idle(): boolean {
+    return this.resolving.size === 0 && this.rerouting.size === 0 && this.parked.size === 0 && this.marking.size === 0;
+  }
+
+  /**
+   * §14 step 3: resolves once every message this host accepted has been handed on (a send accepted just before
+   * Shutdown is still delivered, not dropped by the router's close). The caller bounds it by the deadline.
+   */
+  whenIdle(): Promise<void> {
+    if (this.idle) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.idleWaiters.push(resolve);
+      this.pollIdle();
+    });
+  }
+
+  private pollIdle(): void {
+    this.deps.clock.setTimeout(() => (this.idle || this.closed ? this.notifyIdle() : this.pollIdle()), 5);
+  }
+
+  private notifyIdle(): void {
+    if (!this.idle && !this.closed) return;
+    for (const w of this.idleWaiters.splice(0)) w();
+  }
+
   /** §14: outstanding requests of this host end with a shutdown result; routes go with the transport. */
   close(): void {
     this.closed = true;
@@ -633,6 +721,12 @@ export class Router {
     }
     for (const entry of this.rerouting.values()) this.deps.clock.clearTimeout(entry.timer);
     this.rerouting.clear();
+    for (const mark of this.marking.values()) {
+      this.deps.clock.clearTimeout(mark.timer);
+      for (const env of mark.held) this.terminal(env, { ok: false, kind: 'shutdown', error: 'the host shut down before the message was routed' });
+    }
+    this.marking.clear();
+    this.notifyIdle();
     this.follows.clear();
     this.moved.clear();
     this.routes.clear();
