@@ -174,6 +174,12 @@ export class Router {
 
   /** Where a message goes next; `inbound` = it came from another node. */
   dispatch(env: Envelope, inbound = false): void {
+    // This node's own message waits behind its earlier ones for the object that are still being routed, even if
+    // the object is here now (item 10: no overtaking).
+    if (!inbound) {
+      const queued = this.resolving.get(env.to);
+      if (queued) return void queued.push(env);
+    }
     const refusal = this.deps.inboundRefusal();
     const local = this.deps.objects.get(env.to);
     if (local) {
@@ -195,8 +201,6 @@ export class Router {
       // Not ours, no follow route: the origin re-resolves (its cached owner is stale) — never ignored (§15).
       return this.bounce(env);
     }
-    const queued = this.resolving.get(env.to);
-    if (queued) return void queued.push(env);
     const cached = this.routes.get(env.to);
     if (cached && !sameNode(cached.owner, this.deps.self)) {
       if (this.sendTo(cached.owner, env, cached.gen)) return;
@@ -429,6 +433,7 @@ export class Router {
 
   /** A message for a node that is gone or closing: this node's own messages re-resolve their owner, in order. */
   private unreachable(peer: NodeRef, message: RuntimeMessage): void {
+    if (message.t === 'mark') return this.releaseMark((message as unknown as { to: string }).to);
     const env = (message as { env?: Envelope }).env;
     if ((message.t === 'msg' || message.t === 'bounce') && env) {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, peer);
