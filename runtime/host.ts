@@ -224,8 +224,9 @@ export class Host implements FrameworkRuntime {
       this.lease = await this.acquireLease();
       this.lastRenewAt = this.clock.now();
       this.scheduleRenew();
-      await this.discover();
+      const peers = await this.discover();
       this.scheduleDiscovery();
+      await this.joinMesh(peers);
       await this.publishDescriptor(FrameworkRuntimeState.Serving);
       this.transition('COMPONENTS_READY');
     } catch (error) {
@@ -246,6 +247,30 @@ export class Host implements FrameworkRuntime {
     } catch (error) {
       if (error instanceof LeaseHeldError) throw new NodeIdInUseError(this.nodeId, error.leaseExpiresInMs, { cause: error });
       throw error;
+    }
+  }
+
+  /**
+   * §3 "required component ready": before Serving, the host waits (bounded) until it is Ready on every mesh with
+   * the peers its first descriptor snapshot lists. Otherwise a message accepted right after startup waits for a
+   * connection, and a Shutdown soon after (§14 step 1: a sealed node sends no Hello) could never deliver it.
+   * Peers that are slow or gone do not hold startup past the bound; they connect in the background as before.
+   */
+  private async joinMesh(snapshot: readonly NodeDescriptor[]): Promise<void> {
+    const expected = snapshot.filter(
+      (d) => !sameNode(d, this.self) && d.state !== FrameworkRuntimeState.Draining && d.state !== FrameworkRuntimeState.Stopped && Object.keys(d.endpoints).length > 0,
+    );
+    if (expected.length === 0) return;
+    const until = this.clock.now() + Math.min(5000, 2 * this.options.timing.discoveryIntervalMs + 1000);
+    const stillExpected = () => {
+      const listed = this.descriptorSnapshot;
+      return expected.filter((d) => listed.some((l) => sameNode(l, d)) && !this.transport?.isReadyOnEveryMesh(d));
+    };
+    while (stillExpected().length > 0 && this.clock.now() < until) {
+      const wait = new AbortController();
+      const timer = this.clock.setTimeout(() => wait.abort(), Math.max(1, until - this.clock.now()));
+      await this.nextTopologyChange(wait.signal);
+      this.clock.clearTimeout(timer);
     }
   }
 
