@@ -110,3 +110,8 @@ export function closeObservedTransport(beforeClose: () => void): TransportFactor
 }
 
 export type { NodeDescriptor };
+
+/** Collects the runtime's log lines instead of printing them (the tests assert outcomes, not warnings). */
+export function quietLog(lines: string[] = []): { lines: string[]; log: (level: 'warn' | 'error', message: string) => void } {
+  return { lines, log: (level, message) => void lines.push(`${level}: ${message}`) };
+}
