@@ -10,7 +10,9 @@ import { RequestError, type ObjectRef } from '../../runtime';
 import type { Transport } from '../../transport/types';
 import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
 import { ALL_TYPES, type Ledger } from '../support/workload';
-import { observedTransport, sleep } from './support';
+import { atMost, observedTransport, quietLog } from './support';
+
+const { log } = quietLog();
 
 const TIMEOUT_MS = 20_000;
 const AT_ONCE_MS = 2000;
@@ -45,6 +47,7 @@ describe.each(STACKS)('connection loss on %s', (stackName) => {
       nodeId: 'a',
       applicationVersion: 1,
       types: ALL_TYPES,
+      log,
       transport: observedTransport((transport, from, message) => {
         const body = (message as { env?: { body?: { op?: string; from?: string; n?: number } } }).env?.body;
         if (message.t === 'msg' && body?.op === 'seq' && body.from === 'c' && body.n === CUT && !cutAt) {
@@ -54,7 +57,7 @@ describe.each(STACKS)('connection loss on %s', (stackName) => {
         }
       }, box),
     });
-    const c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: ALL_TYPES });
+    const c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: ALL_TYPES, log });
     await a.createActor('Counter', 'x');
     await eventually(async () => (await c.request(ref, { op: 'where' }, { timeoutMs: 500 }).catch(() => '')) === 'a', 5000, 'c reaches x on a');
 
@@ -79,7 +82,7 @@ describe.each(STACKS)('connection loss on %s', (stackName) => {
       pending.push(request(`before-${i}`, i));
     }
 
-    await Promise.race([Promise.all(pending), sleep(AT_ONCE_MS + 1000)]);
+    await atMost(Promise.all(pending), AT_ONCE_MS + 1000);
     expect(cutAt).toBeGreaterThan(0);
     // Every request settled, well before its timeout, with its reply or `unavailable`.
     const late = outcomes.filter((o) => o.settledAt === undefined || o.settledAt - o.sentAt > AT_ONCE_MS).map((o) => o.tag);

@@ -13,7 +13,7 @@
 import { RelocationMode, RelocationOutcome, RequestError, TerminationOutcome, type ObjectRef } from '../../runtime';
 import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from '../support/stack';
 import { ALL_TYPES, checkSequence, type Ledger } from '../support/workload';
-import { closeObservedTransport, quietLog, sleep } from './support';
+import { atMost, closeObservedTransport, quietLog, sleep } from './support';
 
 const timing = { ...FAST_TIMING, messageFollowDurationMs: 200 };
 const { log } = quietLog();
@@ -104,7 +104,7 @@ describe.each(STACKS)('a draining host answers every message on %s', (stackName)
     await traffic;
 
     // Every request settled well before its timeout, with its reply or an explicit shutdown/unavailable.
-    await Promise.race([Promise.all(requests), sleep(AT_ONCE_MS + 1000)]);
+    await atMost(Promise.all(requests), AT_ONCE_MS + 1000);
     const late = outcomes.filter((o) => o.settledAt === undefined || o.settledAt - o.sentAt > AT_ONCE_MS).map((o) => o.tag);
     expect({ late: late.length, of: outcomes.length, first: late.slice(0, 5) }).toEqual({ late: 0, of: outcomes.length, first: [] });
     const wrong = outcomes.filter((o) => o.error !== undefined && !(o.error instanceof RequestError && (o.error.kind === 'shutdown' || o.error.kind === 'unavailable')));

@@ -8,7 +8,9 @@
 import { defineActor, preserveState, RequestError, TerminationOutcome, type FrameworkRuntime } from '../../runtime';
 import type { Transport } from '../../transport/types';
 import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-import { handleTransport, readyTo } from './support';
+import { handleTransport, quietLog, readyTo } from './support';
+
+const { log } = quietLog();
 
 type ProbeMessage = { op: 'tag'; tag: string } | { op: 'where' } | { op: 'log' };
 /** Every turn of every Probe, per node: the handler log the test inspects. */
@@ -43,10 +45,10 @@ describe.each(STACKS)('ObjectGeneration survives a re-route on %s', (stackName) 
   });
 
   test('a message addressed to a deleted object is never processed by the re-created object of the same id; a request ends stale-generation', async () => {
-    const a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: [Probe] });
-    const b = await stack.host({ nodeId: 'b', applicationVersion: 1, types: [Probe] });
+    const a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: [Probe], log });
+    const b = await stack.host({ nodeId: 'b', applicationVersion: 1, types: [Probe], log });
     const box: { transport?: Transport } = {};
-    const c: FrameworkRuntime = await stack.host({ nodeId: 'c', applicationVersion: 1, types: [Probe], transport: handleTransport(box) });
+    const c: FrameworkRuntime = await stack.host({ nodeId: 'c', applicationVersion: 1, types: [Probe], log, transport: handleTransport(box) });
 
     await a.createActor('Probe', 'x');
     const first = await stack.stores.location.get({ kind: 'actor', id: 'x' });

@@ -8,7 +8,9 @@ import { RelocationMode, RelocationOutcome, TerminationOutcome, type ObjectRef }
 import type { Transport } from '../../transport/types';
 import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from '../support/stack';
 import { ALL_TYPES, checkSequence, type Ledger } from '../support/workload';
-import { handleTransport, readyTo, tick } from './support';
+import { handleTransport, quietLog, readyTo, tick } from './support';
+
+const { log } = quietLog();
 
 const timing = { ...FAST_TIMING, messageFollowDurationMs: 200 };
 const ACTORS = 20;
@@ -25,10 +27,10 @@ describe.each(STACKS)('re-route keeps sender order on %s', (stackName) => {
   });
 
   test('messages re-routed away from an unreachable cached owner are not overtaken by later sends to the same object', async () => {
-    const a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: ALL_TYPES, timing });
-    await stack.host({ nodeId: 'b', applicationVersion: 2, types: ALL_TYPES, timing });
+    const a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: ALL_TYPES, log, timing });
+    await stack.host({ nodeId: 'b', applicationVersion: 2, types: ALL_TYPES, log, timing });
     const box: { transport?: Transport } = {};
-    const c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: ALL_TYPES, timing, transport: handleTransport(box) });
+    const c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: ALL_TYPES, log, timing, transport: handleTransport(box) });
     const refs: ObjectRef[] = [];
     for (let i = 0; i < ACTORS; i++) {
       await a.createActor('Counter', `o-${i}`);

@@ -44,8 +44,8 @@ export function override<T extends object>(target: T, overrides: Partial<T>): T 
 }
 
 /** A Stores view whose parts are the real ones, except those given. */
-export function storesWith(stores: Stores, parts: Partial<{ location: LocationStore; descriptors: Stores['descriptors'] }>): Stores {
-  return override(stores, parts);
+export function storesWith(stores: Stores, parts: Partial<Pick<Stores, 'location' | 'descriptors'>>): Stores {
+  return override(stores, parts as Partial<Stores>);
 }
 
 /**
@@ -114,4 +114,14 @@ export type { NodeDescriptor };
 /** Collects the runtime's log lines instead of printing them (the tests assert outcomes, not warnings). */
 export function quietLog(lines: string[] = []): { lines: string[]; log: (level: 'warn' | 'error', message: string) => void } {
   return { lines, log: (level, message) => void lines.push(`${level}: ${message}`) };
+}
+
+/** Waits for `promise` at most `ms` (the timer is cleared either way, so no handle outlives the test). */
+export async function atMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([promise, new Promise<void>((r) => (timer = setTimeout(r, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
