@@ -9,7 +9,13 @@
  *  - the peer's discovery read (descriptors.list), once armed, is answered only after the host's lease release
  *    (with a list read after that release);
  *  - the host's release answers only after the peer's transport has applied that list (a slow store reply).
- * Many requests complete at once, right before cleanup; the scenario repeats ITERATIONS times.
+ * Many requests complete at once, right before cleanup; the scenario repeats up to ITERATIONS times (it stops at
+ * the first iteration that loses a reply).
+ *
+ * Today this reproduces on memory + in-process only: there the last replies are still queued when the release
+ * happens, and the peer's end, closed first, discards the frame. On redis + ws the replies are written long before
+ * the release (store I/O in between), so the same race cannot be forced by delays alone; that run guards the
+ * expected behaviour.
  */
 import { defineActor, recreateOnRelocation, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
 import { createTransport } from '../../transport';
@@ -109,8 +115,9 @@ describe.each(STACKS)('an accepted reply survives Shutdown on %s', (stackName) =
         for (let i = 0; i < REQUESTS; i++) {
           const tag = `${iteration}-${i}`;
           const o = outcomes.get(tag);
-          if (!o || o.value !== `done:${tag}` || o.ms! > AT_ONCE_MS) lost.push(`${tag}: ${o ? JSON.stringify(o) : 'no terminal'}`);
+          if (!o || o.value !== `done:${tag}` || o.ms! > AT_ONCE_MS) lost.push(`${tag}: ${o ? JSON.stringify(o) : `no terminal within ${AT_ONCE_MS} ms`}`);
         }
+        if (lost.length) break; // one iteration that loses a reply is proof enough
       } finally {
         await hosts.close();
       }
