@@ -179,13 +179,13 @@ describe('Router', () => {
     t.owners.set('x', record(P));
     const lost = t.router.request({ actor: 'x' }, 'r1', { timeoutMs: 60_000 }).catch((e: unknown) => e);
     await settle();
-    t.router.onConnectionLost(P, { announced: false, unwritten: 0 });
+    t.router.onConnectionLost(P, { announced: false, unwritten: [] });
     expect(await lost).toMatchObject({ kind: 'unavailable' });
 
     const kept = t.router.request({ actor: 'x' }, 'r2', { timeoutMs: 60_000 });
     await settle();
     t.router.onPeerLeaving(P);
-    t.router.onConnectionLost(P, { announced: true, unwritten: 0 });
+    t.router.onConnectionLost(P, { announced: true, unwritten: [] });
     expect(t.router.pendingRequests).toBe(1);
     // The request was forwarded: its answer comes from the new holder.
     const id = t.msgsTo(P).at(-1)!.id;
@@ -264,5 +264,23 @@ describe('Router', () => {
     expect(done).toBe(false);
     await advance(t.clock, 10);
     expect(done).toBe(true);
+  });
+
+  test('messages handed back unwritten by a lost connection go again, first, once the peer is Ready (their requests stay pending)', async () => {
+    const t = setup();
+    t.owners.set('x', record(P));
+    t.router.send({ actor: 'x' }, 1);
+    const reply = t.router.request({ actor: 'x' }, 2, { timeoutMs: 60_000 });
+    await settle();
+    const unwritten = t.sent.splice(0).map((s) => s.message);
+    t.down.add(nodeKey(P)); // reconnecting
+    t.router.onConnectionLost(P, { announced: false, unwritten });
+    t.router.send({ actor: 'x' }, 3);
+    expect(t.router.pendingRequests).toBe(1);
+    t.down.delete(nodeKey(P));
+    t.router.onPeerReady(P);
+    expect(t.msgsTo(P).map((e) => e.body)).toEqual([1, 2, 3]);
+    t.router.onMessage(P, { t: 'reply', id: t.msgsTo(P)[1]!.id, ok: true, value: 'ok' } as unknown as RuntimeMessage);
+    await expect(reply).resolves.toBe('ok');
   });
 });

@@ -411,12 +411,14 @@ export class Router {
    * what was written may be lost: requests that went over it end `unavailable` at once rather than at their
    * timeout (DESIGN "No silent loss", item 8), and the loss is counted and logged once.
    */
-  onConnectionLost(peer: NodeRef, info: { announced: boolean; unwritten: number }): void {
+  onConnectionLost(peer: NodeRef, info: { announced: boolean; unwritten: readonly RuntimeMessage[] }): void {
     const key = nodeKey(peer);
     const announced = info.announced || this.leaving.has(key);
     this.leaving.delete(key);
+    // Never written, so never read: they go again, first in line, once that run is reachable (or re-route if gone).
+    if (info.unwritten.length) this.requeue(peer, info.unwritten);
     for (const [object, mark] of [...this.marking]) if (nodeKey(mark.peer) === key) this.releaseMark(object);
-    if (announced && info.unwritten === 0) return;
+    if (announced) return;
     let failed = 0;
     for (const [id, entry] of [...this.pending]) {
       if (entry.via !== key) continue;
@@ -427,8 +429,31 @@ export class Router {
     this.deps.log(
       'warn',
       `connection to ${peer.nodeId}#${peer.lifecycleGeneration} lost${announced ? ' while closing' : ''}: ${failed} request(s) ended unavailable, ` +
-        `${info.unwritten} queued message(s) were never written; one-way sends written just before the loss may not have been read`,
+        `${info.unwritten.length} queued message(s) were never written and go again; one-way sends written just before the loss may not have been read`,
     );
+  }
+
+  /** Messages handed back unwritten: ahead of whatever is already parked for that peer, in their order. */
+  private requeue(peer: NodeRef, messages: readonly RuntimeMessage[]): void {
+    const key = nodeKey(peer);
+    for (const message of messages) {
+      if (message.t !== 'msg') continue;
+      const env = (message as unknown as { env: Envelope }).env;
+      const entry = env.req ? this.pending.get(env.id) : undefined;
+      if (entry && entry.via === key) entry.via = undefined; // not sent yet: the loss must not end it
+    }
+    if (this.leaving.has(key) || !this.deps.isKnownPeer(peer)) {
+      for (const message of messages) this.unreachable(peer, message);
+      return;
+    }
+    const parked = this.parked.get(key);
+    if (parked) return void parked.messages.unshift(...messages);
+    this.parked.set(key, {
+      peer,
+      messages: [...messages],
+      timer: this.deps.clock.setTimeout(() => this.expireParked(key), this.deps.connectWaitMs),
+    });
+    this.deps.requestDiscovery();
   }
 
   /** A message for a node that is gone or closing: this node's own messages re-resolve their owner, in order. */

@@ -92,6 +92,8 @@ export class Connection {
   private handshakeTimer: NodeJS.Timeout | undefined;
   private flushScheduled: NodeJS.Immediate | undefined;
   private pending: string[] = [];
+  /** The runtime messages behind `pending`, handed back unwritten if the link closes first. */
+  private pendingMessages: RuntimeMessage[] = [];
   private pendingBytes = 0;
   private inflightWrites = 0;
   private writeWaiters: (() => void)[] = [];
@@ -137,8 +139,8 @@ export class Connection {
 
   /** Runtime traffic could flow at some point (so its loss may have cost messages). */
   canExchangeBeforeClose = false;
-  /** Runtime messages still queued (never written) when the link closed. */
-  unwrittenAtClose = 0;
+  /** Runtime messages still queued (never written) when the link closed: certainly not read by the peer. */
+  unwrittenAtClose: RuntimeMessage[] = [];
 
   get isReady(): boolean {
     return this.state === 'ready';
@@ -357,9 +359,10 @@ export class Connection {
    * Queues one stringified runtime message; all messages of a tick leave as one batch frame (DESIGN.md: not one
    * syscall per message). A batch that would exceed maxFrameBytes is flushed early.
    */
-  queueMessage(json: string, bytes: number): void {
+  queueMessage(json: string, bytes: number, message: RuntimeMessage): void {
     if (this.pending.length > 0 && batchFrameBytes(this.pendingBytes + bytes, this.pending.length + 1) > this.owner.maxFrameBytes) this.flush();
     this.pending.push(json);
+    this.pendingMessages.push(message);
     this.pendingBytes += bytes;
     if (!this.flushScheduled) this.flushScheduled = setImmediate(() => {
       this.flushScheduled = undefined;
@@ -373,8 +376,11 @@ export class Connection {
       this.flushScheduled = undefined;
     }
     if (this.pending.length === 0) return;
+    // The link is closing: these were never written; they stay queued and are handed back at the close (item 8).
+    if (!this.link.writable) return;
     const frame = encodeBatch(this.pending);
     this.pending = [];
+    this.pendingMessages = [];
     this.pendingBytes = 0;
     if (this.isOpen) this.link.send(frame);
   }
@@ -500,8 +506,9 @@ export class Connection {
     this.clearHandshakeTimer();
     if (this.flushScheduled) clearImmediate(this.flushScheduled);
     this.flushScheduled = undefined;
-    this.unwrittenAtClose = this.pending.length;
+    this.unwrittenAtClose = this.pendingMessages;
     this.pending = [];
+    this.pendingMessages = [];
     this.failOutgoing();
     // Half-received payloads are truncated by the loss (onPayload ok:false), unless the transport is closing.
     for (const id of this.reassembler.abandonAll()) {

@@ -19,6 +19,11 @@ export interface LinkHandlers {
 export interface Link {
   /** true when this node dialed the link. */
   readonly outbound: boolean;
+  /**
+   * false once the link is closing from either side: a frame sent now would never reach the peer (the connection
+   * then keeps its queued messages and hands them back as unwritten when the close is reported).
+   */
+  readonly writable: boolean;
   /** `done` runs once the frame was handed to the wire (write pacing), or with an error if it never will be. */
   send(frame: Buffer, done?: (err?: Error) => void): void;
   /** Graceful: frames already sent are delivered first. Idempotent. */

@@ -46,7 +46,7 @@ export interface MeshNodeContext {
   /** A peer announced it is closing (`quiesce`). */
   peerLeaving(mesh: string, peer: NodeRef): void;
   /** The exchange connection to a peer closed; `announced` = it had sent `quiesce` first (a clean goodbye). */
-  connectionLost(mesh: string, peer: NodeRef, info: { readonly announced: boolean; readonly unwritten: number }): void;
+  connectionLost(mesh: string, peer: NodeRef, info: { readonly announced: boolean; readonly unwritten: readonly RuntimeMessage[] }): void;
   countProtocolError(): void;
   countRefusedHello(): void;
 }

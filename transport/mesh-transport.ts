@@ -161,7 +161,7 @@ export class MeshTransport implements Transport {
     if (batchFrameBytes(bytes, 1) > this.maxFrameBytes) {
       throw new RangeError(`send: message of ${bytes} bytes exceeds maxFrameBytes ${this.maxFrameBytes}; send it as a payload`);
     }
-    conn.queueMessage(json, bytes);
+    conn.queueMessage(json, bytes, message);
     return true;
   }
 

@@ -42,10 +42,10 @@ export interface TransportHandlers {
   onPeerLeaving?(peer: NodeRef): void;
   /**
    * Primary mesh: the connection that carried runtime messages to `peer` closed. `unwritten` messages were still
-   * queued in it and are discarded; what was written may or may not have been read, unless the peer `announced`
-   * its close first (it answered `quiesced` after reading everything sent before).
+   * queued in it, so the peer never read them (the runtime may send them again); what was written may or may not
+   * have been read, unless the peer `announced` its close first (it answered `quiesced` after reading everything).
    */
-  onConnectionLost?(peer: NodeRef, info: { readonly announced: boolean; readonly unwritten: number }): void;
+  onConnectionLost?(peer: NodeRef, info: { readonly announced: boolean; readonly unwritten: readonly RuntimeMessage[] }): void;
 }
 
 export interface TransportOptions {

@@ -82,7 +82,15 @@ describe.each(STACKS)('connection loss on %s', (stackName) => {
       pending.push(request(`before-${i}`, i));
     }
 
-    await atMost(Promise.all(pending), AT_ONCE_MS + 1000);
+    // The after-cut requests join `pending` only when the cut happens: wait for every request issued so far.
+    const allSettled = async () => {
+      for (let seen = 0; seen < pending.length; ) {
+        const batch = pending.slice(seen);
+        seen = pending.length;
+        await Promise.all(batch);
+      }
+    };
+    await atMost(allSettled(), AT_ONCE_MS + 1000);
     expect(cutAt).toBeGreaterThan(0);
     // Every request settled, well before its timeout, with its reply or `unavailable`.
     const late = outcomes.filter((o) => o.settledAt === undefined || o.settledAt - o.sentAt > AT_ONCE_MS).map((o) => o.tag);

@@ -22,7 +22,7 @@ export function memoryEndpoint(self: NodeRef, mesh: string): string {
   return `memory://${encodeURIComponent(self.nodeId)}/${self.lifecycleGeneration}/${encodeURIComponent(mesh)}`;
 }
 
-type Item = { frame: Buffer; done?: (err?: Error) => void } | { close: number; reason: string };
+type Item = { frame: Buffer; done?: (err?: Error) => void } | { close: number; reason: string } | { echo: number; reason: string };
 
 class MemoryEnd implements Link {
   /** undefined until a dial found its listener. */
@@ -38,6 +38,10 @@ class MemoryEnd implements Link {
     readonly outbound: boolean,
     private readonly maxFrameBytes: number,
   ) {}
+
+  get writable(): boolean {
+    return !this.closing && !this.closed && this.other !== undefined;
+  }
 
   send(frame: Buffer, done?: (err?: Error) => void): void {
     if (this.closing || this.closed || !this.other) {
@@ -78,14 +82,19 @@ class MemoryEnd implements Link {
       if (this.closed) return;
       const item = items[i]!;
       if ('close' in item) {
-        // Echo the close (WebSocket closing handshake), then both ends report it.
+        // Echo the close (WebSocket closing handshake): the echo queues behind the frames this end sent before,
+        // which the closing side still reads (as ws does), then both ends report the close.
         this.closing = true;
+        if (this.other && this.other !== this) this.other.deliver({ echo: item.close, reason: item.reason });
         this.finish(item.close, item.reason);
-        this.other?.finish(item.close, item.reason);
+        return;
+      }
+      if ('echo' in item) {
+        this.finish(item.echo, item.reason);
         return;
       }
       item.done?.();
-      if (this.closing) continue; // ws keeps reading while closing; we drop, nothing is delivered after close()
+      // Like ws, a closing end keeps reading until the echo; the connection decides what still counts.
       if (item.frame.length > this.maxFrameBytes) {
         this.handlers?.onViolation(`frame of ${item.frame.length} bytes exceeds maxPayload ${this.maxFrameBytes}`);
         this.closing = true;

@@ -39,6 +39,10 @@ class WsLink implements Link {
     });
   }
 
+  get writable(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
   send(frame: Buffer, done?: (err?: Error) => void): void {
     if (this.ws.readyState !== WebSocket.OPEN) {
       if (done) setImmediate(done, new Error('ws link is not open'));
