@@ -18,6 +18,7 @@ type Batch = 1 | 2 | 3;
 interface Fakes {
   preflight?: () => Promise<PreflightOutput>;
   awaitTarget?: () => Promise<NodeRef>;
+  closeAdmission?: () => Promise<void>;
   enterRelocating?: (input: { target: NodeRef | undefined }) => Promise<UnitCounts>;
   rollbackIntent?: () => Promise<void>;
   /** How the fake pool answers a START_BATCH: a report, or undefined to never answer. */
@@ -45,6 +46,7 @@ function run(fakes: Fakes = {}, inspect?: (event: InspectionEvent) => void) {
         record.awaitTargetCalls++;
         return (fakes.awaitTarget ?? (async () => TARGET))();
       }),
+      closeAdmission: fromPromise<void, void>(() => (fakes.closeAdmission ?? (async () => {}))()),
       enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(({ input }) => {
         record.enterInputs.push(input);
         return (fakes.enterRelocating ?? (async () => ({ batch1: 1, batch2: 1, batch3: 1 })))(input);
@@ -233,6 +235,7 @@ test('a pool that errors ends the operation blocked RelocationFailed (the superv
     actors: {
       preflight: fromPromise<PreflightOutput, void>(async () => ({ kind: 'ready', hasUnits: true })),
       awaitTarget: fromPromise<NodeRef, void>(async () => TARGET),
+      closeAdmission: fromPromise<void, void>(async () => {}),
       enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(async () => ({ batch1: 1, batch2: 0, batch3: 0 })),
       unitPool: fromCallback<PoolCommand>(() => {
         throw new Error('pool broke');
@@ -275,9 +278,27 @@ test('supervisor work per event does not grow with the unit count: same events f
     'xstate.init',
     expect.stringMatching(/^xstate\.done\.actor\..*preflight$/),
     expect.stringMatching(/^xstate\.done\.actor\..*awaitingTarget$/),
+    expect.stringMatching(/^xstate\.done\.actor\..*closingAdmission$/),
     expect.stringMatching(/^xstate\.done\.actor\..*enteringRelocating$/),
     'BATCH_DONE',
     'BATCH_DONE',
     'BATCH_DONE',
   ]);
+});
+
+test('closingAdmission: accepted work that does not settle by the deadline ends blocked DeadlineExceeded before any inventory (§4)', async () => {
+  const { actor, clock, record, done } = run({ closeAdmission: () => never() });
+  await waitFor(actor, (s) => s.matches('closingAdmission'));
+  clock.increment(DEADLINE_MS);
+  expect(await done).toEqual(blocked(RelocationReason.DeadlineExceeded, true));
+  expect(record.enterInputs).toEqual([]);
+  expect(record.poolStarted).toBe(0);
+});
+
+test('closingAdmission: SHUTDOWN_REQUESTED while admissions settle ends blocked ShutdownRequested', async () => {
+  const { actor, record, done } = run({ closeAdmission: () => never() });
+  await waitFor(actor, (s) => s.matches('closingAdmission'));
+  actor.send({ type: 'SHUTDOWN_REQUESTED' });
+  expect(await done).toEqual(blocked(RelocationReason.ShutdownRequested, true));
+  expect(record.enterInputs).toEqual([]);
 });

@@ -5,9 +5,13 @@ import { RelocationReason } from '../runtime/wire';
 /**
  * One host Relocate operation (§4–§8, §13, §14 race table).
  *
- *   preflight ─► awaitingTarget ─► enteringRelocating ─► batch 1 ─► batch 2 ─► batch 3 ─► Relocated/None
- *       │ (empty host, §5.1) ─────────►┘                       └─ failure / deadline / shutdown: no new unit starts,
- *       └─ Blocked(reason)                                        started units finish safely in the pool
+ *   preflight ─► awaitingTarget ─► closingAdmission ─► enteringRelocating ─► batch 1 ─► batch 2 ─► batch 3 ─► Relocated/None
+ *       │ (empty host, §5.1) ─────────►┘        │                                  └─ failure / deadline / shutdown: no new
+ *       └─ Blocked(reason)                      └─ deadline / shutdown: Blocked       unit starts, started units finish safely
+ *
+ * closingAdmission (§4 first row, §7): the host enters Relocating (new admission and inbound units are refused),
+ * then creations, joins, Instance placements and inbound relocation units accepted before that settle, so the
+ * inventory fixed next holds everything the host was given.
  *
  * The machine holds no unit collections: the invoked `unitPool` owns the unit actors (DESIGN.md measured traps)
  * and answers one BATCH_DONE per batch, so the work per supervisor event does not grow with the unit count.
@@ -74,7 +78,11 @@ export const relocationSupervisorMachine = setup({
     awaitTarget: fromPromise<NodeRef, void>(async () => {
       throw new Error('awaitTarget not provided');
     }),
-    /** Lifecycle → Relocating (admission closes), inventory fixed once (§7), Relocating descriptor published. */
+    /** Lifecycle → Relocating (admission closes); resolves once accepted admissions and inbound units settled (§4). */
+    closeAdmission: fromPromise<void, void>(async () => {
+      throw new Error('closeAdmission not provided');
+    }),
+    /** Inventory fixed once (§7), Relocating descriptor published. */
     enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(async () => {
       throw new Error('enterRelocating not provided');
     }),
@@ -127,7 +135,7 @@ export const relocationSupervisorMachine = setup({
           },
           { guard: { type: 'hasUnits', params: ({ event }) => ({ output: event.output }) }, target: 'awaitingTarget' },
           // §5.1: nothing to move → no target search; the state transition and admission close still happen.
-          { target: 'enteringRelocating' },
+          { target: 'closingAdmission' },
         ],
         onError: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.StoreUnavailable } } },
       },
@@ -140,11 +148,21 @@ export const relocationSupervisorMachine = setup({
       // Source state and admission are kept while waiting (§5.1).
       invoke: {
         src: 'awaitTarget',
-        onDone: { target: 'enteringRelocating', actions: assign({ target: ({ event }) => event.output }) },
+        onDone: { target: 'closingAdmission', actions: assign({ target: ({ event }) => event.output }) },
         onError: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.StoreUnavailable } } },
       },
       on: {
         DEADLINE_REACHED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.TargetUnavailable } } },
+        SHUTDOWN_REQUESTED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.ShutdownRequested } } },
+      },
+    },
+    closingAdmission: {
+      // The lifecycle enters Relocating as this step starts: a Blocked end from here restores Serving.
+      entry: assign({ enteredRelocating: true }),
+      invoke: { src: 'closeAdmission', onDone: 'enteringRelocating', onError: 'rollingBack' },
+      on: {
+        // Accepted work that does not settle in time keeps the source as it is (nothing was sealed).
+        DEADLINE_REACHED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.DeadlineExceeded } } },
         SHUTDOWN_REQUESTED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.ShutdownRequested } } },
       },
     },
