@@ -1,6 +1,7 @@
 import { createActor, fromCallback, fromPromise, SimulatedClock, toPromise, waitFor, type InspectionEvent } from 'xstate';
 import {
   relocationSupervisorMachine,
+  type AdmissionClosed,
   type PoolCommand,
   type PoolReport,
   type PreflightOutput,
@@ -18,7 +19,7 @@ type Batch = 1 | 2 | 3;
 interface Fakes {
   preflight?: () => Promise<PreflightOutput>;
   awaitTarget?: () => Promise<NodeRef>;
-  closeAdmission?: () => Promise<void>;
+  closeAdmission?: () => Promise<AdmissionClosed>;
   enterRelocating?: (input: { target: NodeRef | undefined }) => Promise<UnitCounts>;
   rollbackIntent?: () => Promise<void>;
   /** How the fake pool answers a START_BATCH: a report, or undefined to never answer. */
@@ -46,7 +47,7 @@ function run(fakes: Fakes = {}, inspect?: (event: InspectionEvent) => void) {
         record.awaitTargetCalls++;
         return (fakes.awaitTarget ?? (async () => TARGET))();
       }),
-      closeAdmission: fromPromise<void, void>(() => (fakes.closeAdmission ?? (async () => {}))()),
+      closeAdmission: fromPromise<AdmissionClosed, void>(() => (fakes.closeAdmission ?? (async () => ({ hasUnits: true })))()),
       enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(({ input }) => {
         record.enterInputs.push(input);
         return (fakes.enterRelocating ?? (async () => ({ batch1: 1, batch2: 1, batch3: 1 })))(input);
@@ -130,6 +131,7 @@ test('preflight rejects → blocked StoreUnavailable before entering Relocating'
 test('empty host (hasUnits false) skips awaitTarget (§5.1) and still enters Relocating → relocated', async () => {
   const { record, done } = run({
     preflight: async () => ({ kind: 'ready', hasUnits: false }),
+    closeAdmission: async () => ({ hasUnits: false }),
     awaitTarget: never,
     enterRelocating: async () => ({ batch1: 0, batch2: 0, batch3: 0 }),
   });
@@ -235,7 +237,7 @@ test('a pool that errors ends the operation blocked RelocationFailed (the superv
     actors: {
       preflight: fromPromise<PreflightOutput, void>(async () => ({ kind: 'ready', hasUnits: true })),
       awaitTarget: fromPromise<NodeRef, void>(async () => TARGET),
-      closeAdmission: fromPromise<void, void>(async () => {}),
+      closeAdmission: fromPromise<AdmissionClosed, void>(async () => ({ hasUnits: true })),
       enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(async () => ({ batch1: 1, batch2: 0, batch3: 0 })),
       unitPool: fromCallback<PoolCommand>(() => {
         throw new Error('pool broke');
@@ -302,3 +304,11 @@ test('closingAdmission: SHUTDOWN_REQUESTED while admissions settle ends blocked 
   expect(await done).toEqual(blocked(RelocationReason.ShutdownRequested, true));
   expect(record.enterInputs).toEqual([]);
 });
+
+test('empty preflight, but accepted work brought objects: the target is searched after admission closed, then units move', async () => {
+  const { record, done } = run({ preflight: async () => ({ kind: 'ready', hasUnits: false }) });
+  expect(await done).toEqual({ outcome: 'relocated' });
+  expect(record.awaitTargetCalls).toBe(1);
+  expect(record.enterInputs).toEqual([{ target: TARGET }]);
+});
+

@@ -11,7 +11,8 @@ import { RelocationReason } from '../runtime/wire';
  *
  * closingAdmission (§4 first row, §7): the host enters Relocating (new admission and inbound units are refused),
  * then creations, joins, Instance placements and inbound relocation units accepted before that settle, so the
- * inventory fixed next holds everything the host was given.
+ * inventory fixed next holds everything the host was given. If that work brought the first objects of a host whose
+ * preflight found none, the target search (§5.1) runs then, with admission already closed.
  *
  * The machine holds no unit collections: the invoked `unitPool` owns the unit actors (DESIGN.md measured traps)
  * and answers one BATCH_DONE per batch, so the work per supervisor event does not grow with the unit count.
@@ -20,6 +21,12 @@ import { RelocationReason } from '../runtime/wire';
 export type PreflightOutput =
   | { readonly kind: 'blocked'; readonly reason: RelocationReason }
   | { readonly kind: 'ready'; readonly hasUnits: boolean };
+
+/** What closing admission found once accepted work settled. */
+export interface AdmissionClosed {
+  /** The host owns something to move (accepted work may have added objects after preflight). */
+  readonly hasUnits: boolean;
+}
 
 export interface UnitCounts {
   readonly batch1: number;
@@ -79,7 +86,7 @@ export const relocationSupervisorMachine = setup({
       throw new Error('awaitTarget not provided');
     }),
     /** Lifecycle → Relocating (admission closes); resolves once accepted admissions and inbound units settled (§4). */
-    closeAdmission: fromPromise<void, void>(async () => {
+    closeAdmission: fromPromise<AdmissionClosed, void>(async () => {
       throw new Error('closeAdmission not provided');
     }),
     /** Inventory fixed once (§7), Relocating descriptor published. */
@@ -102,6 +109,8 @@ export const relocationSupervisorMachine = setup({
     isBlocked: (_, params: { output: PreflightOutput }) => params.output.kind === 'blocked',
     batchFailed: ({ event }) => event.type === 'BATCH_DONE' && event.failure !== undefined,
     stopRequested: ({ context }) => context.blockedReason !== undefined,
+    /** Work accepted after an empty preflight added units, and no target was searched yet (§5.1). */
+    needsTarget: ({ context }, params: { closed: AdmissionClosed }) => params.closed.hasUnits && context.target === undefined,
   },
   actions: {
     block: assign({ blockedReason: (_, params: { reason: RelocationReason }) => params.reason }),
@@ -159,7 +168,15 @@ export const relocationSupervisorMachine = setup({
     closingAdmission: {
       // The lifecycle enters Relocating as this step starts: a Blocked end from here restores Serving.
       entry: assign({ enteredRelocating: true }),
-      invoke: { src: 'closeAdmission', onDone: 'enteringRelocating', onError: 'rollingBack' },
+      invoke: {
+        src: 'closeAdmission',
+        onDone: [
+          // An empty preflight skipped the target search, but accepted work brought objects: search now.
+          { guard: { type: 'needsTarget', params: ({ event }) => ({ closed: event.output }) }, target: 'awaitingTarget' },
+          { target: 'enteringRelocating' },
+        ],
+        onError: 'rollingBack',
+      },
       on: {
         // Accepted work that does not settle in time keeps the source as it is (nothing was sealed).
         DEADLINE_REACHED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.DeadlineExceeded } } },

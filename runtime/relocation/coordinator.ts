@@ -6,6 +6,7 @@
 import { createActor, fromCallback, fromPromise, type Actor } from 'xstate';
 import {
   relocationSupervisorMachine,
+  type AdmissionClosed,
   type PoolCommand,
   type PreflightOutput,
   type SupervisorOutput,
@@ -191,7 +192,7 @@ export class RelocationCoordinator {
     const machine = relocationSupervisorMachine.provide({
       actors: {
         preflight: fromPromise<PreflightOutput, void>(() => this.preflight()),
-        closeAdmission: fromPromise<void, void>(() => this.closeAdmission()),
+        closeAdmission: fromPromise<AdmissionClosed, void>(() => this.closeAdmission()),
         awaitTarget: fromPromise<NodeRef, void>(async ({ signal }) => {
           const target = await this.awaitTarget(options, signal);
           op.target = target;
@@ -299,9 +300,11 @@ export class RelocationCoordinator {
    * refuses new inbound units; what was accepted before that settles (opened or discarded, finished or rejected)
    * so the inventory fixed next holds all of it. The deadline or a Shutdown ends this wait (supervisor machine).
    */
-  private async closeAdmission(): Promise<void> {
+  private async closeAdmission(): Promise<AdmissionClosed> {
+    // A second pass (after a late target search) finds the host already Relocating: the transition is a no-op.
     this.host.transition('RELOCATE_INTENT_PUBLISHED');
     await this.settleAccepted();
+    return { hasUnits: this.host.objects.size > 0 };
   }
 
   /** Admissions (ObjectServer in-flight work) and inbound units (target units) accepted so far have settled. */

@@ -34,8 +34,8 @@ function gate(id: string): Gate {
   return { id, armed: false, held: false, open, opened };
 }
 
-/** The real stores, except that claim and cas of the gated object wait for the gate. */
-function slowLocation(inner: Stores, g: Gate): Stores {
+/** The real stores, except that claim and cas of the gated object (and, once, ping) wait for their gate. */
+function slowLocation(inner: Stores, g: Gate, pingGate?: Gate): Stores {
   const location = inner.location;
   const wait = async (id: string) => {
     if (id !== g.id || !g.armed) return;
@@ -44,7 +44,14 @@ function slowLocation(inner: Stores, g: Gate): Stores {
   };
   return {
     provider: inner.provider,
-    ping: () => inner.ping(),
+    ping: async () => {
+      if (pingGate?.armed) {
+        pingGate.armed = false;
+        pingGate.held = true;
+        await pingGate.opened;
+      }
+      return inner.ping();
+    },
     close: () => inner.close(),
     descriptors: inner.descriptors,
     relocation: inner.relocation,
@@ -132,5 +139,39 @@ describe.each(STACKS)('admissions racing the inventory on %s', (stackName) => {
     }
     // Everything else the source owned moved too.
     await eventually(async () => (await target.locate({ actor: 'a0' }))?.nodeId === 'target', 3000, 'a0 owned by the target');
+  }, 30_000);
+
+  test('a creation accepted during the preflight of an empty host is found once admission closed: the target is searched then and it moves', async () => {
+    const g = gate('late');
+    const pg = gate('ping');
+    const target = await stack.host({ nodeId: 'target', applicationVersion: 1, types: ALL_TYPES });
+    source = await createRuntime({
+      nodeId: 'source',
+      applicationVersion: 1,
+      types: ALL_TYPES,
+      timing: FAST_TIMING,
+      stores: slowLocation(stack.stores, g, pg),
+      meshes: stackName === 'redis+ws' ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }],
+    });
+    const src = source;
+    g.armed = true;
+    pg.armed = true;
+    // The preflight of an empty host (§5.1: no target search) is at its Store check when the creation is accepted.
+    const relocation = src.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 15_000 });
+    await eventually(() => pg.held, 5000, 'preflight at its Store check');
+    const outcome = src.createActor('Counter', 'late').then(
+      () => 'accepted' as const,
+      () => 'rejected' as const,
+    );
+    await eventually(() => g.held, 5000, 'the creation reached the store');
+    pg.open();
+    await eventually(() => src.status.state !== FrameworkRuntimeState.Serving, 5000, 'source left Serving');
+    g.open();
+
+    expect(await relocation).toMatchObject({ outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+    const settled = await outcome;
+    await src.shutdown({ deadlineMs: 3000 });
+    if (settled === 'accepted') await eventually(async () => (await target.locate({ actor: 'late' }))?.nodeId === 'target', 3000, 'late owned by the target');
+    else expect(await target.locate({ actor: 'late' })).toBeUndefined();
   }, 30_000);
 });
