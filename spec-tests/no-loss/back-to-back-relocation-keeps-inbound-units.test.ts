@@ -4,25 +4,37 @@
  * inventory, and publishes SafeToShutdown only with no inbound unit in flight — so a back-to-back relocation
  * a → b → c followed by shutting down a and b loses no object.
  *
- * The only fault is a slow link: a's cutover messages reach b 300 ms late, so b still has the units in flight
- * when its own Relocate starts (a returns Relocated once every cutover submit reached its terminal, §5.1).
+ * The only fault is a slow link: a's cutover messages are held on the wire until the test lets them go, once b's own
+ * Relocate has started, so b has the units in flight then (a returns Relocated once every cutover submit reached its
+ * terminal, §5.1). b's cutover-wait fallback is longer than the test, so only the cutovers open the units.
  */
 import { createTransport } from '../../transport';
 import type { TransportFactory } from '../../transport/types';
 import { RelocationMode, RelocationOutcome, RelocationReason, TerminationOutcome, type FrameworkRuntime } from '../../runtime';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
+import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from '../support/stack';
 import { ALL_TYPES } from '../support/workload';
 
-/** The real transport, except that relocation cutovers leave `delayMs` late (a slow link, not a loss). */
-function slowCutover(delayMs: number): TransportFactory {
-  return (options) => {
+/** A slow link: relocation cutovers wait on the wire until `release()`, then go in their order. */
+function slowCutover() {
+  let held: (() => void)[] | undefined = [];
+  const factory: TransportFactory = (options) => {
     const inner = createTransport(options);
     const send: typeof inner.send = (peer, message) => {
-      if (message.t !== 'r.cutover') return inner.send(peer, message);
-      setTimeout(() => inner.send(peer, message), delayMs);
-      return true;
+      if (held && message.t === 'r.cutover') {
+        held.push(() => inner.send(peer, message));
+        return true;
+      }
+      return inner.send(peer, message);
     };
     return Object.assign(Object.create(inner) as typeof inner, { send });
+  };
+  return {
+    factory,
+    release() {
+      const queue = held ?? [];
+      held = undefined;
+      for (const deliver of queue) deliver();
+    },
   };
 }
 
@@ -36,8 +48,9 @@ describe.each(STACKS)('back-to-back relocation on %s', (stackName) => {
   });
 
   test('b relocates the units still inbound from a, never publishes SafeToShutdown with units in flight, and shutting down a and b loses no Actor', async () => {
-    const a: FrameworkRuntime = await stack.host({ nodeId: 'a', applicationVersion: 1, types: ALL_TYPES, transport: slowCutover(300) });
-    const b = await stack.host({ nodeId: 'b', applicationVersion: 1, types: ALL_TYPES });
+    const link = slowCutover();
+    const a: FrameworkRuntime = await stack.host({ nodeId: 'a', applicationVersion: 1, types: ALL_TYPES, transport: link.factory });
+    const b = await stack.host({ nodeId: 'b', applicationVersion: 1, types: ALL_TYPES, timing: { ...FAST_TIMING, relocationCutoverWaitTimeoutMs: 20_000 } });
     const c = await stack.host({ nodeId: 'c', applicationVersion: 2, types: ALL_TYPES });
     for (let i = 0; i < 3; i++) {
       await a.createActor('Counter', `c${i}`);
@@ -56,7 +69,11 @@ describe.each(STACKS)('back-to-back relocation on %s', (stackName) => {
     const first = await a.relocate({ mode: RelocationMode.PlannedMaintenance });
     expect(first).toMatchObject({ outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
     expect(b.diagnostics().units.targetInFlight).toBe(3); // the scenario: units still inbound on b
-    const second = await b.relocate({ mode: RelocationMode.RollingUpdate, targetApplicationVersion: 2 });
+    const relocating = b.relocate({ mode: RelocationMode.RollingUpdate, targetApplicationVersion: 2 });
+    await new Promise((r) => setTimeout(r, 50));
+    if (b.status.safeToShutdown) unsafe.push(b.diagnostics().units.targetInFlight);
+    link.release();
+    const second = await relocating;
     if (b.status.safeToShutdown) unsafe.push(b.diagnostics().units.targetInFlight);
     expect(second).toMatchObject({ outcome: RelocationOutcome.Relocated, reason: RelocationReason.None, targetApplicationVersion: 2 });
     expect(b.diagnostics().lastInventory?.actors).toBe(3);

@@ -63,7 +63,9 @@ describe.each(STACKS)('target staging expiry on %s', (stackName) => {
     await source.request({ spot: 'sig' }, { op: 'x' });
 
     // The unit is prepared on the target, then never sealed: the deadline stops it and its abort is lost.
-    const result = await source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 300 });
+    const relocation = source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 1000 });
+    await eventually(() => target.diagnostics().units.targetInFlight === 1, 1000, 'unit staged on the target');
+    const result = await relocation;
     expect(result).toMatchObject({ outcome: RelocationOutcome.Blocked, reason: RelocationReason.DeadlineExceeded });
     expect(lost.count).toBe(1);
     expect(source.status.state).toBe(FrameworkRuntimeState.Serving);
