@@ -1,6 +1,7 @@
 import { createActor, fromCallback, fromPromise, SimulatedClock, toPromise, waitFor, type InspectionEvent } from 'xstate';
 import {
   relocationSupervisorMachine,
+  type AdmissionClosed,
   type PoolCommand,
   type PoolReport,
   type PreflightOutput,
@@ -18,6 +19,7 @@ type Batch = 1 | 2 | 3;
 interface Fakes {
   preflight?: () => Promise<PreflightOutput>;
   awaitTarget?: () => Promise<NodeRef>;
+  closeAdmission?: () => Promise<AdmissionClosed>;
   enterRelocating?: (input: { target: NodeRef | undefined }) => Promise<UnitCounts>;
   rollbackIntent?: () => Promise<void>;
   /** How the fake pool answers a START_BATCH: a report, or undefined to never answer. */
@@ -45,6 +47,7 @@ function run(fakes: Fakes = {}, inspect?: (event: InspectionEvent) => void) {
         record.awaitTargetCalls++;
         return (fakes.awaitTarget ?? (async () => TARGET))();
       }),
+      closeAdmission: fromPromise<AdmissionClosed, void>(() => (fakes.closeAdmission ?? (async () => ({ hasUnits: true })))()),
       enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(({ input }) => {
         record.enterInputs.push(input);
         return (fakes.enterRelocating ?? (async () => ({ batch1: 1, batch2: 1, batch3: 1 })))(input);
@@ -128,6 +131,7 @@ test('preflight rejects → blocked StoreUnavailable before entering Relocating'
 test('empty host (hasUnits false) skips awaitTarget (§5.1) and still enters Relocating → relocated', async () => {
   const { record, done } = run({
     preflight: async () => ({ kind: 'ready', hasUnits: false }),
+    closeAdmission: async () => ({ hasUnits: false }),
     awaitTarget: never,
     enterRelocating: async () => ({ batch1: 0, batch2: 0, batch3: 0 }),
   });
@@ -233,6 +237,7 @@ test('a pool that errors ends the operation blocked RelocationFailed (the superv
     actors: {
       preflight: fromPromise<PreflightOutput, void>(async () => ({ kind: 'ready', hasUnits: true })),
       awaitTarget: fromPromise<NodeRef, void>(async () => TARGET),
+      closeAdmission: fromPromise<AdmissionClosed, void>(async () => ({ hasUnits: true })),
       enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(async () => ({ batch1: 1, batch2: 0, batch3: 0 })),
       unitPool: fromCallback<PoolCommand>(() => {
         throw new Error('pool broke');
@@ -275,9 +280,35 @@ test('supervisor work per event does not grow with the unit count: same events f
     'xstate.init',
     expect.stringMatching(/^xstate\.done\.actor\..*preflight$/),
     expect.stringMatching(/^xstate\.done\.actor\..*awaitingTarget$/),
+    expect.stringMatching(/^xstate\.done\.actor\..*closingAdmission$/),
     expect.stringMatching(/^xstate\.done\.actor\..*enteringRelocating$/),
     'BATCH_DONE',
     'BATCH_DONE',
     'BATCH_DONE',
   ]);
 });
+
+test('closingAdmission: accepted work that does not settle by the deadline ends blocked DeadlineExceeded before any inventory (§4)', async () => {
+  const { actor, clock, record, done } = run({ closeAdmission: () => never() });
+  await waitFor(actor, (s) => s.matches('closingAdmission'));
+  clock.increment(DEADLINE_MS);
+  expect(await done).toEqual(blocked(RelocationReason.DeadlineExceeded, true));
+  expect(record.enterInputs).toEqual([]);
+  expect(record.poolStarted).toBe(0);
+});
+
+test('closingAdmission: SHUTDOWN_REQUESTED while admissions settle ends blocked ShutdownRequested', async () => {
+  const { actor, record, done } = run({ closeAdmission: () => never() });
+  await waitFor(actor, (s) => s.matches('closingAdmission'));
+  actor.send({ type: 'SHUTDOWN_REQUESTED' });
+  expect(await done).toEqual(blocked(RelocationReason.ShutdownRequested, true));
+  expect(record.enterInputs).toEqual([]);
+});
+
+test('empty preflight, but accepted work brought objects: the target is searched after admission closed, then units move', async () => {
+  const { record, done } = run({ preflight: async () => ({ kind: 'ready', hasUnits: false }) });
+  expect(await done).toEqual({ outcome: 'relocated' });
+  expect(record.awaitTargetCalls).toBe(1);
+  expect(record.enterInputs).toEqual([{ target: TARGET }]);
+});
+

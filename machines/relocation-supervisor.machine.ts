@@ -5,9 +5,14 @@ import { RelocationReason } from '../runtime/wire';
 /**
  * One host Relocate operation (§4–§8, §13, §14 race table).
  *
- *   preflight ─► awaitingTarget ─► enteringRelocating ─► batch 1 ─► batch 2 ─► batch 3 ─► Relocated/None
- *       │ (empty host, §5.1) ─────────►┘                       └─ failure / deadline / shutdown: no new unit starts,
- *       └─ Blocked(reason)                                        started units finish safely in the pool
+ *   preflight ─► awaitingTarget ─► closingAdmission ─► enteringRelocating ─► batch 1 ─► batch 2 ─► batch 3 ─► Relocated/None
+ *       │ (empty host, §5.1) ─────────►┘        │                                  └─ failure / deadline / shutdown: no new
+ *       └─ Blocked(reason)                      └─ deadline / shutdown: Blocked       unit starts, started units finish safely
+ *
+ * closingAdmission (§4 first row, §7): the host enters Relocating (new admission and inbound units are refused),
+ * then creations, joins, Instance placements and inbound relocation units accepted before that settle, so the
+ * inventory fixed next holds everything the host was given. If that work brought the first objects of a host whose
+ * preflight found none, the target search (§5.1) runs then, with admission already closed.
  *
  * The machine holds no unit collections: the invoked `unitPool` owns the unit actors (DESIGN.md measured traps)
  * and answers one BATCH_DONE per batch, so the work per supervisor event does not grow with the unit count.
@@ -16,6 +21,12 @@ import { RelocationReason } from '../runtime/wire';
 export type PreflightOutput =
   | { readonly kind: 'blocked'; readonly reason: RelocationReason }
   | { readonly kind: 'ready'; readonly hasUnits: boolean };
+
+/** What closing admission found once accepted work settled. */
+export interface AdmissionClosed {
+  /** The host owns something to move (accepted work may have added objects after preflight). */
+  readonly hasUnits: boolean;
+}
 
 export interface UnitCounts {
   readonly batch1: number;
@@ -74,7 +85,11 @@ export const relocationSupervisorMachine = setup({
     awaitTarget: fromPromise<NodeRef, void>(async () => {
       throw new Error('awaitTarget not provided');
     }),
-    /** Lifecycle → Relocating (admission closes), inventory fixed once (§7), Relocating descriptor published. */
+    /** Lifecycle → Relocating (admission closes); resolves once accepted admissions and inbound units settled (§4). */
+    closeAdmission: fromPromise<AdmissionClosed, void>(async () => {
+      throw new Error('closeAdmission not provided');
+    }),
+    /** Inventory fixed once (§7), Relocating descriptor published. */
     enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(async () => {
       throw new Error('enterRelocating not provided');
     }),
@@ -94,6 +109,8 @@ export const relocationSupervisorMachine = setup({
     isBlocked: (_, params: { output: PreflightOutput }) => params.output.kind === 'blocked',
     batchFailed: ({ event }) => event.type === 'BATCH_DONE' && event.failure !== undefined,
     stopRequested: ({ context }) => context.blockedReason !== undefined,
+    /** Work accepted after an empty preflight added units, and no target was searched yet (§5.1). */
+    needsTarget: ({ context }, params: { closed: AdmissionClosed }) => params.closed.hasUnits && context.target === undefined,
   },
   actions: {
     block: assign({ blockedReason: (_, params: { reason: RelocationReason }) => params.reason }),
@@ -127,7 +144,7 @@ export const relocationSupervisorMachine = setup({
           },
           { guard: { type: 'hasUnits', params: ({ event }) => ({ output: event.output }) }, target: 'awaitingTarget' },
           // §5.1: nothing to move → no target search; the state transition and admission close still happen.
-          { target: 'enteringRelocating' },
+          { target: 'closingAdmission' },
         ],
         onError: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.StoreUnavailable } } },
       },
@@ -140,11 +157,29 @@ export const relocationSupervisorMachine = setup({
       // Source state and admission are kept while waiting (§5.1).
       invoke: {
         src: 'awaitTarget',
-        onDone: { target: 'enteringRelocating', actions: assign({ target: ({ event }) => event.output }) },
+        onDone: { target: 'closingAdmission', actions: assign({ target: ({ event }) => event.output }) },
         onError: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.StoreUnavailable } } },
       },
       on: {
         DEADLINE_REACHED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.TargetUnavailable } } },
+        SHUTDOWN_REQUESTED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.ShutdownRequested } } },
+      },
+    },
+    closingAdmission: {
+      // The lifecycle enters Relocating as this step starts: a Blocked end from here restores Serving.
+      entry: assign({ enteredRelocating: true }),
+      invoke: {
+        src: 'closeAdmission',
+        onDone: [
+          // An empty preflight skipped the target search, but accepted work brought objects: search now.
+          { guard: { type: 'needsTarget', params: ({ event }) => ({ closed: event.output }) }, target: 'awaitingTarget' },
+          { target: 'enteringRelocating' },
+        ],
+        onError: 'rollingBack',
+      },
+      on: {
+        // Accepted work that does not settle in time keeps the source as it is (nothing was sealed).
+        DEADLINE_REACHED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.DeadlineExceeded } } },
         SHUTDOWN_REQUESTED: { target: 'blocked', actions: { type: 'block', params: { reason: RelocationReason.ShutdownRequested } } },
       },
     },

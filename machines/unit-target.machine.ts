@@ -5,7 +5,11 @@ import { assign, setup } from 'xstate';
  *
  *   staging ─► relayReady ─(CUTOVER | cutover-wait fallback)─► committing (S2) ─► open (S3, final)
  *      │                                                           └─ restore validity over / conflict ─► discarded
- *      └─ checksum mismatch, restore failure, abort ─► discarded (final; nothing in the temporary queue ran)
+ *      └─ checksum mismatch, restore failure, abort, staging expiry ─► abandoned (final; before relay-ready:
+ *         nothing in the temporary queue ran and the target ends none of it, §11)
+ *
+ * Staging expiry (§11): a unit whose payload does not arrive within restore validity (a lost abort, a source
+ * that never sealed) is abandoned, so what it holds is freed and Shutdown (§14 step 3) is not held by it.
  *
  * The CAS retries live in the provided `commitOwner` action (it reports COMMITTED or COMMIT_FAILED); the
  * cutover-wait fallback is this machine's one delay.
@@ -20,11 +24,15 @@ export type UnitTargetEvent =
 
 export interface UnitTargetInput {
   readonly cutoverWaitMs: number;
+  /** How long the unit may wait in staging for its payload (restore validity, §11). */
+  readonly stagingValidityMs: number;
 }
 
 interface UnitTargetContext {
   cutoverWaitMs: number;
+  stagingValidityMs: number;
   fellBack: boolean;
+  expired: boolean;
   opened: boolean;
 }
 
@@ -32,6 +40,8 @@ export interface UnitTargetOutput {
   readonly opened: boolean;
   /** true when the cutover-wait fallback, not a cutover, led to the CAS (cutover_timeout counter). */
   readonly fellBack: boolean;
+  /** true when staging expired before the payload arrived. */
+  readonly expired: boolean;
 }
 
 export const unitTargetMachine = setup({
@@ -46,21 +56,32 @@ export const unitTargetMachine = setup({
     commitOwner: () => {},
     /** Merge saved work, pre-boundary relay and temporary work in order; OnRelocationReadyCompleted; open (S3). */
     openDispatch: () => {},
-    /** Drop the prepared objects and the temporary queue without running anything. */
+    /** After a failed CAS: drop the prepared objects and the temporary queue without running anything. */
     discard: () => {},
+    /** Before relay-ready (§11): drop what was prepared; temporary work goes back to routing, none of it ends here. */
+    abandon: () => {},
+    markExpired: assign({ expired: true }),
     markFallback: assign({ fellBack: true }),
     markOpened: assign({ opened: true }),
   },
   delays: {
     cutoverWait: ({ context }) => context.cutoverWaitMs,
+    stagingValidity: ({ context }) => context.stagingValidityMs,
   },
 }).createMachine({
   id: 'unitTarget',
-  context: ({ input }) => ({ cutoverWaitMs: input.cutoverWaitMs, fellBack: false, opened: false }),
+  context: ({ input }) => ({
+    cutoverWaitMs: input.cutoverWaitMs,
+    stagingValidityMs: input.stagingValidityMs,
+    fellBack: false,
+    expired: false,
+    opened: false,
+  }),
   initial: 'staging',
   states: {
     staging: {
-      on: { RESTORED: 'relayReady', RESTORE_FAILED: 'discarded', ABORT: 'discarded' },
+      on: { RESTORED: 'relayReady', RESTORE_FAILED: 'abandoned', ABORT: 'abandoned' },
+      after: { stagingValidity: { target: 'abandoned', actions: 'markExpired' } },
     },
     relayReady: {
       on: { CUTOVER: 'committing' },
@@ -73,6 +94,7 @@ export const unitTargetMachine = setup({
     },
     open: { type: 'final', entry: ['openDispatch', 'markOpened'] },
     discarded: { type: 'final', entry: 'discard' },
+    abandoned: { type: 'final', entry: 'abandon' },
   },
-  output: ({ context }) => ({ opened: context.opened, fellBack: context.fellBack }),
+  output: ({ context }) => ({ opened: context.opened, fellBack: context.fellBack, expired: context.expired }),
 });

@@ -6,6 +6,7 @@
 import { createActor, fromCallback, fromPromise, type Actor } from 'xstate';
 import {
   relocationSupervisorMachine,
+  type AdmissionClosed,
   type PoolCommand,
   type PreflightOutput,
   type SupervisorOutput,
@@ -100,6 +101,8 @@ export class RelocationCoordinator {
   private stagedObjects = 0;
   private activeTargets = 0;
   private settleWaiters: (() => void)[] = [];
+  /** Woken whenever no inbound (target) unit is in flight: §4 accepted work before the inventory. */
+  private inboundWaiters: (() => void)[] = [];
   private readonly follows: ExpiryQueue<FollowEntry>;
   private readonly copies: ExpiryQueue<RetransmissionCopy>;
   /** Finished target units kept a while so late retransmissions are answered, then dropped. */
@@ -158,6 +161,7 @@ export class RelocationCoordinator {
         commitOwner: target((u) => u.commitOwner()),
         openDispatch: target((u) => u.openDispatch()),
         discard: target((u) => u.discard()),
+        abandon: target((u) => u.abandon()),
       },
     });
   }
@@ -188,6 +192,7 @@ export class RelocationCoordinator {
     const machine = relocationSupervisorMachine.provide({
       actors: {
         preflight: fromPromise<PreflightOutput, void>(() => this.preflight()),
+        closeAdmission: fromPromise<AdmissionClosed, void>(() => this.closeAdmission()),
         awaitTarget: fromPromise<NodeRef, void>(async ({ signal }) => {
           const target = await this.awaitTarget(options, signal);
           op.target = target;
@@ -249,7 +254,8 @@ export class RelocationCoordinator {
   /** §4: the whole host at once, before any state or admission change. */
   private async preflight(): Promise<PreflightOutput> {
     const host = this.host;
-    await host.objects.settleInFlight();
+    // §4 first row: accepted creations, joins, placements and inbound units finish first, so `hasUnits` counts them.
+    await this.settleAccepted();
     try {
       await host.stores.ping();
       if (!host.lease || !(await host.stores.descriptors.renew(host.lease, host.options.timing.leaseMs)))
@@ -289,10 +295,30 @@ export class RelocationCoordinator {
     }
   }
 
-  /** Relocating: admission closes, the inventory is fixed once (§7), the Relocating descriptor is published. */
+  /**
+   * §4 first row, §15: the host enters Relocating, which closes new creation, join and Instance placement and
+   * refuses new inbound units; what was accepted before that settles (opened or discarded, finished or rejected)
+   * so the inventory fixed next holds all of it. The deadline or a Shutdown ends this wait (supervisor machine).
+   */
+  private async closeAdmission(): Promise<AdmissionClosed> {
+    // A second pass (after a late target search) finds the host already Relocating: the transition is a no-op.
+    this.host.transition('RELOCATE_INTENT_PUBLISHED');
+    await this.settleAccepted();
+    return { hasUnits: this.host.objects.size > 0 };
+  }
+
+  /** Admissions (ObjectServer in-flight work) and inbound units (target units) accepted so far have settled. */
+  private async settleAccepted(): Promise<void> {
+    for (;;) {
+      await this.host.objects.settleInFlight();
+      if (this.activeTargets === 0) return;
+      await new Promise<void>((resolve) => this.inboundWaiters.push(resolve));
+    }
+  }
+
+  /** Relocating: the inventory is fixed once (§7), the Relocating descriptor is published. */
   private async enterRelocating(op: Operation): Promise<UnitCounts> {
     const host = this.host;
-    host.transition('RELOCATE_INTENT_PUBLISHED');
     const inventory = fixInventory(host.objects);
     op.pool = new UnitPool(this, inventory);
     const [s, a, g] = inventory.batches;
@@ -388,7 +414,8 @@ export class RelocationCoordinator {
   private checkSafeToShutdown(): void {
     // §14: published only when the windows ended; routes and copies cut by Shutdown never make it safe.
     if (this.closed) return;
-    const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0;
+    // Inbound units are accepted work too (§4 first row, §14 step 3): none may be in flight.
+    const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0 && this.activeTargets === 0;
     if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
   }
 
@@ -458,7 +485,8 @@ export class RelocationCoordinator {
     this.stagedObjects += unit.objectCount;
     this.targets.set(message.u, unit);
     const actor = createActor(this.targetMachine, {
-      input: { cutoverWaitMs: host.options.timing.relocationCutoverWaitTimeoutMs },
+      // §11: staging waits for the payload at most restore validity, then the unit is abandoned.
+      input: { cutoverWaitMs: host.options.timing.relocationCutoverWaitTimeoutMs, stagingValidityMs: host.options.timing.restoreValidityMs },
       clock: host.clock,
       inspect: host.options.inspect as never,
     });
@@ -469,25 +497,41 @@ export class RelocationCoordinator {
       complete: () => {
         const output = actor.getSnapshot().output as UnitTargetOutput;
         if (output.fellBack) telemetry.cutoverTimeout({ unitKind: message.kind });
-        this.activeTargets--;
+        if (output.expired) host.log('warn', `relocation unit ${message.u} from ${from.nodeId} expired in staging (no payload within restore validity)`);
+        this.targetEnded();
         this.finishedTargets.push(message.u);
-        this.wakeSettled();
       },
       error: (error) => {
         host.log('error', `target unit ${message.u} machine failed`, error);
-        this.activeTargets--;
         this.unstage(unit);
         this.targets.delete(message.u);
-        this.wakeSettled();
+        this.targetEnded();
       },
     });
     actor.start();
     transport?.send(from, { t: RELOCATION_MESSAGE.prepared, u: message.u });
   }
 
+  /** One inbound unit opened or was discarded. */
+  private targetEnded(): void {
+    this.activeTargets--;
+    if (this.activeTargets === 0) {
+      const waiters = this.inboundWaiters;
+      this.inboundWaiters = [];
+      for (const w of waiters) w();
+    }
+    this.checkSafeToShutdown();
+    this.wakeSettled();
+  }
+
   onPayload(from: NodeRef, payloadId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
     const unit = this.targets.get(payloadId);
-    if (!unit || !sameNode(unit.source, from)) return this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
+    if (!unit || !sameNode(unit.source, from)) {
+      this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
+      // An explicit failure before relay-ready: the source restores instead of crossing on silence (§11).
+      if (!unit) this.host.transport?.send(from, { t: RELOCATION_MESSAGE.fail, u: payloadId, reason: RelocationReason.RelocationFailed, error: 'no prepared unit on the target' });
+      return;
+    }
     unit.onPayload(result);
   }
 
@@ -545,6 +589,8 @@ export class RelocationCoordinator {
       else if (value === 'safePoint') add(unit.plan.root.key, 'waiting for the current turn or application safe point');
       else if (value === 'preparing') add(unit.plan.root.key, 'waiting for the target temporary queue');
     }
+    for (const unit of this.targets.values())
+      if (unit.actor.getSnapshot().status === 'active') add(unit.keys[0] ?? unit.prepare.u, 'inbound relocation unit in flight (§4: settles before the inventory)');
     if (host.transport?.hasManualPeers()) add('topology', 'ManualTopologyUnsupported');
     const op = this.op;
     return {

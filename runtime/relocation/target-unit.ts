@@ -69,6 +69,10 @@ export class TargetUnit {
 
   onPayload(result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
     if (this.payload) return void this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u }); // resent: restore once
+    // Abandoned before its payload came (expired, aborted): an explicit failure before relay-ready, so the source
+    // restores its work (§11) instead of waiting for a reply that never comes.
+    if (this.actor.getSnapshot().status !== 'active')
+      return void this.reply({ t: RELOCATION_MESSAGE.fail, u: this.prepare.u, reason: RelocationReason.RelocationFailed, error: 'the target unit expired before its payload arrived' });
     if (!result.ok) return this.fail(RelocationReason.RelocationFailed, `payload rejected: ${result.error.message}`);
     try {
       this.payload = decodePayload(result.bytes);
@@ -239,6 +243,27 @@ export class TargetUnit {
     if (root.kind === 'actor' && root.spotId !== undefined) host.objects.get(spotKey(root.spotId))?.members?.add(root.id);
   }
 
+  /**
+   * §11, before relay-ready (abort, restore failure, staging expiry): what was prepared is dropped and nothing of
+   * the temporary queue runs here or gets a terminal from this target; it goes back to routing, which returns it
+   * to its origin to re-resolve the owner (still the source, which kept processing).
+   */
+  abandon(): void {
+    const host = this.coord.host;
+    this.event('discarded', undefined, host.clock.now());
+    this.coord.unstage(this);
+    for (const o of this.restored) o.timers.clear();
+    this.restored = [];
+    this.lane = undefined;
+    const temporary = [...this.incoming, ...this.relay, ...this.temporary];
+    this.incoming = [];
+    this.relay = [];
+    this.temporary = [];
+    this.saved = [];
+    for (const env of temporary) host.router.dispatch(env, true);
+  }
+
+  /** After the relay-ready boundary, a CAS that failed for good: the prepared objects and queue are removed (§11). */
   discard(): void {
     const host = this.coord.host;
     this.event('discarded', undefined, host.clock.now());
