@@ -85,7 +85,7 @@ export class Connection {
   private theirNonce = '';
   private handshakeTimer: NodeJS.Timeout | undefined;
   private flushScheduled: NodeJS.Immediate | undefined;
-  private pending: string[] = [];
+  private pending: Uint8Array[] = [];
   private pendingBytes = 0;
   private inflightWrites = 0;
   private writeWaiters: (() => void)[] = [];
@@ -324,12 +324,13 @@ export class Connection {
   }
 
   /**
-   * Queues one stringified runtime message; all messages of a tick leave as one batch frame (DESIGN.md: not one
+   * Queues one encoded runtime message (frames.encodeMessage); all messages of a tick leave as one batch frame (DESIGN.md: not one
    * syscall per message). A batch that would exceed maxFrameBytes is flushed early.
    */
-  queueMessage(json: string, bytes: number): void {
+  queueMessage(part: Uint8Array): void {
+    const bytes = part.length;
     if (this.pending.length > 0 && batchFrameBytes(this.pendingBytes + bytes, this.pending.length + 1) > this.owner.maxFrameBytes) this.flush();
-    this.pending.push(json);
+    this.pending.push(part);
     this.pendingBytes += bytes;
     if (!this.flushScheduled) this.flushScheduled = setImmediate(() => {
       this.flushScheduled = undefined;
