@@ -20,6 +20,7 @@ export {
   DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES,
 } from './options';
 export { RelocationArgumentError, ArgumentError, AbortError, AdmissionError, RequestError, RemoteHandlerError } from './errors';
+export { MAX_VALUE_BYTES } from './codec';
 export {
   defineActor,
   defineSpot,
