@@ -34,7 +34,7 @@ describe('frame codec', () => {
     expect(frame.includes(body)).toBe(true);
     const f = decodeFrame(frame, MAX);
     if (f.kind !== 'batch') throw new Error('not a batch');
-    const got = (f.messages[0] as { env: { body: Uint8Array } }).env.body;
+    const got = (f.messages[0] as unknown as { env: { body: Uint8Array } }).env.body;
     expect(got).toBeInstanceOf(Uint8Array);
     expect(Buffer.from(got).equals(body)).toBe(true);
   });
