@@ -12,7 +12,8 @@ export interface Envelope {
   readonly to: ObjectKey;
   /** ObjectGeneration the sender resolved; 0 = not yet known (first message to an Instance Spot). */
   readonly gen: number;
-  readonly body: unknown;
+  /** The message encoded at the call (runtime/codec.ts); the receiver decodes it at the start of its turn. */
+  readonly body: Uint8Array;
   /** Node that accepted the call; replies go here. */
   readonly from: NodeRef;
   /** Present for requests: the caller waits for exactly one terminal. */
@@ -28,3 +29,8 @@ export interface Envelope {
 }
 
 export const MAX_HOPS = 8;
+
+/** Upper bound of an envelope's encoded size (frame splitting of relay batches; no encoding needed). */
+export function envelopeWireBytes(env: Envelope): number {
+  return env.body.length + Buffer.byteLength(env.id) + Buffer.byteLength(env.to) * 2 + Buffer.byteLength(env.from.nodeId) + (env.place?.length ?? 0) * 3 + 128;
+}

@@ -28,6 +28,7 @@ export {
   RequestError,
   RemoteHandlerError,
 } from './errors';
+export { MAX_VALUE_BYTES } from './codec';
 export {
   defineActor,
   defineSpot,

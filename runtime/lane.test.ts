@@ -270,3 +270,32 @@ test('thousands of items queued from inside one turn keep their order across int
   const expected = [...Array.from({ length: 2001 }, (_, i) => i), 4998, 4999, ...Array.from({ length: 2997 }, (_, i) => 2001 + i), 5000];
   expect(seen).toEqual(expected);
 });
+
+test('post enqueues without running: the turn starts later, never inside the caller (local delivery is async)', async () => {
+  const log: string[] = [];
+  const lane = new Lane((w) => void log.push(nameOf(w)));
+  lane.post(item('a'));
+  lane.post(item('b'));
+  expect(log).toEqual([]);
+  expect(lane.length).toBe(2);
+  lane.push(item('c')); // a push pumps at once, in queue order
+  expect(log).toEqual(['a', 'b', 'c']);
+  lane.post(item('d'));
+  expect(log).toEqual(['a', 'b', 'c']);
+  await Promise.resolve();
+  expect(log).toEqual(['a', 'b', 'c', 'd']);
+});
+
+test('a post from inside another lane\'s turn runs after that turn ended', async () => {
+  const log: string[] = [];
+  const other = new Lane((w) => void log.push(`other ${nameOf(w)}`));
+  const lane = new Lane((w) => {
+    log.push(`start ${nameOf(w)}`);
+    other.post(item('x'));
+    log.push(`end ${nameOf(w)}`);
+  });
+  lane.push(item('a'));
+  expect(log).toEqual(['start a', 'end a']);
+  await other.whenIdle();
+  expect(log).toEqual(['start a', 'end a', 'other x']);
+});

@@ -22,6 +22,7 @@ export class Lane {
   private running = false;
   private pumping = false;
   private pauses = 0;
+  private posted = false;
   private turnEnd: (() => void)[] = [];
   private idle: (() => void)[] = [];
 
@@ -40,6 +41,23 @@ export class Lane {
     this.queue.push(item);
     this.pump();
   }
+
+  /**
+   * Enqueues without running: the turn starts in a later microtask, never inside the caller's stack — so a
+   * handler's local send does not run the receiver inside its own turn (DESIGN.md: local delivery is asynchronous
+   * and in order). Order with push() is queue order.
+   */
+  post(item: WorkItem): void {
+    this.queue.push(item);
+    if (this.posted) return;
+    this.posted = true;
+    queueMicrotask(this.pumpPosted);
+  }
+
+  private pumpPosted = (): void => {
+    this.posted = false;
+    this.pump();
+  };
 
   /** Puts items back in front, in their order (§11: restored to the source queue in arrival order). */
   unshift(items: readonly WorkItem[]): void {

@@ -8,6 +8,7 @@ import type { LocationStore, NodeRef, OwnerRecord, RelocationStore } from '../st
 import type { Clock } from './clock';
 import type { ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SpotContext } from './context';
 import type { ActorDefinition, ClosingReason, ObjectDefinition, ReadyCompletion, SpotDefinition } from './definitions';
+import { decodeValue, encodeValue } from './codec';
 import type { Envelope } from './envelope';
 import { AdmissionError, ArgumentError } from './errors';
 import { actorKey, refOf, spotKey, type ObjectKey } from './keys';
@@ -18,7 +19,8 @@ export type HostedMode = 'entry' | 'member' | 'SpotWide' | 'PerActor' | 'instanc
 
 export interface Terminal {
   readonly ok: boolean;
-  readonly value?: unknown;
+  /** The reply, encoded when the handler returned (runtime/codec.ts); decoded where the request settles. */
+  readonly value?: Uint8Array;
   readonly error?: string;
   readonly kind?: 'handler' | 'not-found' | 'stale-generation' | 'unavailable' | 'shutdown';
 }
@@ -304,7 +306,8 @@ export class ObjectServer {
       return true;
     }
     if (obj.hold) obj.hold.push(env);
-    else obj.lane.push({ k: 'msg', to: env.to, env });
+    // post, not push: the receiver's turn never runs inside the caller's (a handler's local send only enqueues).
+    else obj.lane.post({ k: 'msg', to: env.to, env });
     return true;
   }
 
@@ -324,7 +327,9 @@ export class ObjectServer {
     const env = item.env;
     let result: unknown;
     try {
-      result = (obj.def.receive as (s: unknown, m: unknown, c: unknown) => unknown)(obj.state, env.body, obj.ctx);
+      // Decoded at the start of the turn: the handler gets its own copy, whatever the caller did since.
+      const message = decodeValue(env.body);
+      result = (obj.def.receive as (s: unknown, m: unknown, c: unknown) => unknown)(obj.state, message, obj.ctx);
     } catch (error) {
       this.handlerFailed(obj, env, error);
       return undefined;
@@ -332,14 +337,25 @@ export class ObjectServer {
     if (isThenable(result)) {
       return result.then(
         (value) => {
-          if (env.req) this.deps.reply(env, { ok: true, value });
+          if (env.req) this.replyWith(env, value);
         },
         (error: unknown) => this.handlerFailed(obj, env, error),
       );
     }
-    if (env.req) this.deps.reply(env, { ok: true, value: result });
+    if (env.req) this.replyWith(env, result);
     return undefined;
   };
+
+  /** Encodes the reply as the handler returns it (a copy: later state changes never reach the caller). */
+  private replyWith(env: Envelope, value: unknown): void {
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeValue(value, 'reply');
+    } catch (error) {
+      return this.deps.reply(env, { ok: false, kind: 'handler', error: `the reply could not be encoded: ${(error as Error).message}` });
+    }
+    this.deps.reply(env, { ok: true, value: bytes });
+  }
 
   private handlerFailed(obj: Hosted, env: Envelope, error: unknown): void {
     if (env.req) this.deps.reply(env, { ok: false, kind: 'handler', error: error instanceof Error ? error.message : String(error) });

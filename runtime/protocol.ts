@@ -4,13 +4,16 @@
  */
 import { z } from 'zod';
 
+/** Encoded application values (runtime/codec.ts) travel as raw bytes. */
+const bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'must be encoded bytes');
+
 const nodeRef = z.object({ nodeId: z.string().min(1), lifecycleGeneration: z.number().int().nonnegative() });
 
 export const envelopeSchema = z.object({
   id: z.string().min(1),
   to: z.string().regex(/^[as]:.+/),
   gen: z.number().int().nonnegative(),
-  body: z.unknown(),
+  body: bytes,
   from: nodeRef,
   req: z.literal(1).optional(),
   place: z.string().min(1).optional(),
@@ -33,7 +36,7 @@ const reply = z.object({
   t: z.literal('reply'),
   id: z.string().min(1),
   ok: z.boolean(),
-  value: z.unknown().optional(),
+  value: bytes.optional(),
   error: z.string().optional(),
   kind: z.enum(['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown']).optional(),
 });

@@ -6,6 +6,7 @@
 import type { NodeRef, OwnerRecord } from '../stores/types';
 import type { RuntimeMessage, Transport } from '../transport/types';
 import { SimulatedClock } from './clock';
+import { decodeValue, encodeValue } from './codec';
 import type { Envelope } from './envelope';
 import { nodeKey } from './keys';
 import type { ObjectServer } from './objects';
@@ -80,7 +81,7 @@ describe('Router', () => {
     t.owners.set('x', record(P));
     t.router.send({ actor: 'x' }, 1);
     await settle();
-    expect(t.msgsTo(P).map((e) => e.body)).toEqual([1]);
+    expect(t.msgsTo(P).map((e) => decodeValue(e.body))).toEqual([1]);
     // P goes away: the next sends park, then discovery finds P gone and they are re-routed…
     t.down.add(nodeKey(P));
     t.router.send({ actor: 'x' }, 2);
@@ -93,7 +94,7 @@ describe('Router', () => {
     await advance(t.clock, 50);
     t.router.send({ actor: 'x' }, 5);
     await advance(t.clock, 50);
-    expect(t.msgsTo(Q).map((e) => e.body)).toEqual([2, 3, 4, 5]);
+    expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual([2, 3, 4, 5]);
   });
 
   test('a bounced sender waits for the owner record to move on instead of counting hops (item 11)', async () => {
@@ -112,8 +113,8 @@ describe('Router', () => {
     t.router.send({ actor: 'x' }, 'c'); // waits behind them
     t.owners.set('x', record(Q)); // the CAS lands
     await advance(t.clock, 300);
-    expect(t.msgsTo(Q).map((e) => e.body)).toEqual(['a', 'b', 'c']);
-    t.router.onMessage(Q, { t: 'reply', id: t.msgsTo(Q)[1]!.id, ok: true, value: 'done' } as unknown as RuntimeMessage);
+    expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual(['a', 'b', 'c']);
+    t.router.onMessage(Q, { t: 'reply', id: t.msgsTo(Q)[1]!.id, ok: true, value: encodeValue('done', 'reply') } as unknown as RuntimeMessage);
     await expect(reply).resolves.toBe('done');
   });
 
@@ -139,7 +140,7 @@ describe('Router', () => {
     t.router.send({ actor: 'x' }, 3);
     t.router.onMessage(P, { t: 'bounce', env: m2, moved: Q } as unknown as RuntimeMessage);
     await settle();
-    expect(t.msgsTo(Q).map((e) => e.body)).toEqual([1, 2, 3]);
+    expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual([1, 2, 3]);
     expect(t.reads()).toBe(1); // the first lookup only: the hint needed no store read
   });
 
@@ -159,14 +160,14 @@ describe('Router', () => {
     // The cached route went with it: a new send resolves generation 4.
     t.router.send({ actor: 'x' }, 'new');
     await settle();
-    expect(t.msgsTo(Q).map((e) => [e.body, e.gen])).toEqual([['new', 4]]);
+    expect(t.msgsTo(Q).map((e) => [decodeValue(e.body), e.gen])).toEqual([['new', 4]]);
   });
 
   test('an inbound message of an older generation is refused, and its one-way sender is told to drop the route', () => {
     const t = setup();
     const objects = { get: () => ({ objectGeneration: 5 }), deliver: jest.fn() };
     const router = new Router({ ...(t.router as unknown as { deps: RouterDeps }).deps, objects: objects as unknown as ObjectServer });
-    const env = { id: 'i1', to: 'a:x', gen: 4, body: 1, from: P, seq: 1 };
+    const env = { id: 'i1', to: 'a:x', gen: 4, body: encodeValue(1, 'message'), from: P, seq: 1 };
     router.dispatch(env as Envelope, true);
     expect(objects.deliver).not.toHaveBeenCalled();
     expect(t.sent.map((s) => s.message)).toEqual([{ t: 'stale', to: 'a:x', gen: 4 }]);
@@ -189,14 +190,14 @@ describe('Router', () => {
     expect(t.router.pendingRequests).toBe(1);
     // The request was forwarded: its answer comes from the new holder.
     const id = t.msgsTo(P).at(-1)!.id;
-    t.router.onMessage(Q, { t: 'reply', id, ok: true, value: 'late' } as unknown as RuntimeMessage);
+    t.router.onMessage(Q, { t: 'reply', id, ok: true, value: encodeValue('late', 'reply') } as unknown as RuntimeMessage);
     await expect(kept).resolves.toBe('late');
   });
 
   test('a Message Follow forward tells the request origin which node holds it now', () => {
     const t = setup();
     t.router.setFollow('a:x', Q);
-    t.router.dispatch({ id: 'r9', to: 'a:x', gen: 1, body: 0, from: P, seq: 7, req: 1 } as Envelope, true);
+    t.router.dispatch({ id: 'r9', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: P, seq: 7, req: 1 } as Envelope, true);
     expect(t.sent.map((s) => [s.to.nodeId, s.message.t])).toEqual([
       ['q', 'msg'],
       ['p', 'via'],
@@ -208,11 +209,11 @@ describe('Router', () => {
     const t = setup();
     t.router.setFollow('a:x', Q);
     t.router.removeFollow('a:x');
-    t.router.dispatch({ id: 'm1', to: 'a:x', gen: 1, body: 0, from: P, seq: 1 } as Envelope, true);
+    t.router.dispatch({ id: 'm1', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: P, seq: 1 } as Envelope, true);
     expect(t.sent).toEqual([{ to: P, message: expect.objectContaining({ t: 'bounce', moved: Q }) }]);
     // The hint lasts restoreValidityMs (the new owner's CAS window), then a plain redirect.
     t.clock.increment(RESTORE_VALIDITY_MS + 1);
-    t.router.dispatch({ id: 'm2', to: 'a:x', gen: 1, body: 0, from: P, seq: 2 } as Envelope, true);
+    t.router.dispatch({ id: 'm2', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: P, seq: 2 } as Envelope, true);
     expect(t.sent[1]!.message).toMatchObject({ t: 'bounce' });
     expect(t.sent[1]!.message).not.toHaveProperty('moved');
   });
@@ -226,8 +227,8 @@ describe('Router', () => {
     t.owners.set('x', record(Q));
     t.router.send({ actor: 'x' }, 2);
     await advance(t.clock, 50);
-    expect(t.msgsTo(P).map((e) => e.body)).toEqual([1]);
-    expect(t.msgsTo(Q).map((e) => e.body)).toEqual([2]);
+    expect(t.msgsTo(P).map((e) => decodeValue(e.body))).toEqual([1]);
+    expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual([2]);
   });
 
   test('when the object moves to the sender itself, its new messages wait behind those still on the old route', async () => {
@@ -249,7 +250,7 @@ describe('Router', () => {
     router.send({ actor: 'x' }, 4);
     router.onMessage(P, { t: 'marked', to: 'a:x' } as unknown as RuntimeMessage);
     router.send({ actor: 'x' }, 5);
-    expect(t.delivered.map((e) => e.body)).toEqual([1, 2, 3, 4, 5]);
+    expect(t.delivered.map((e) => decodeValue(e.body))).toEqual([1, 2, 3, 4, 5]);
     expect(router.idle).toBe(true);
   });
 
@@ -279,8 +280,8 @@ describe('Router', () => {
     expect(t.router.pendingRequests).toBe(1);
     t.down.delete(nodeKey(P));
     t.router.onPeerReady(P);
-    expect(t.msgsTo(P).map((e) => e.body)).toEqual([1, 2, 3]);
-    t.router.onMessage(P, { t: 'reply', id: t.msgsTo(P)[1]!.id, ok: true, value: 'ok' } as unknown as RuntimeMessage);
+    expect(t.msgsTo(P).map((e) => decodeValue(e.body))).toEqual([1, 2, 3]);
+    t.router.onMessage(P, { t: 'reply', id: t.msgsTo(P)[1]!.id, ok: true, value: encodeValue('ok', 'reply') } as unknown as RuntimeMessage);
     await expect(reply).resolves.toBe('ok');
   });
 });

@@ -11,6 +11,7 @@ import type { RuntimeMessage, Transport } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectRef, RequestOptions } from './context';
 import type { Envelope } from './envelope';
+import { decodeValue, encodeValue } from './codec';
 import { MAX_HOPS } from './envelope';
 import { abortReason, RemoteHandlerError, RequestError } from './errors';
 import { idOf, keyOfRef, nodeKey, sameNode, type ObjectKey } from './keys';
@@ -69,7 +70,7 @@ export interface RouterDeps {
   /** Ask for a discovery round now (an owner we are not connected to yet). */
   requestDiscovery(): void;
   /** Writes the terminal of a request that completed after relocation to the Relocation Store. */
-  recordMovedTerminal(id: string, terminal: Terminal): void;
+  recordMovedTerminal(id: string, terminal: { readonly ok: boolean; readonly value?: unknown; readonly error?: string }): void;
   /** The latest descriptor snapshot names exactly this run. */
   isKnownPeer(peer: NodeRef): boolean;
   /** Runtime messages other than application traffic (relocation protocol). */
@@ -122,16 +123,23 @@ export class Router {
     return this.pending.size;
   }
 
+  /** The body is encoded (copied) at the call; a value the codec refuses throws ArgumentError here. */
   send(to: ObjectRef, body: unknown): void {
     const key = keyOfRef(to);
-    this.dispatch(this.envelope(key, body, to, false));
+    this.dispatch(this.envelope(key, encodeValue(body, 'message'), to, false));
   }
 
   request(to: ObjectRef, body: unknown, options: RequestOptions = {}): Promise<unknown> {
     const key = keyOfRef(to);
     const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RequestError('unavailable', 'options.timeoutMs: must be a finite number > 0');
-    const env = this.envelope(key, body, to, true);
+    let bytes: Uint8Array;
+    try {
+      bytes = encodeValue(body, 'message');
+    } catch (error) {
+      return Promise.reject(error); // refused at the call: nothing pending, nothing sent
+    }
+    const env = this.envelope(key, bytes, to, true);
     const promise = new Promise<unknown>((resolve, reject) => {
       const entry: Pending = {
         key,
@@ -158,7 +166,7 @@ export class Router {
     return promise;
   }
 
-  private envelope(key: ObjectKey, body: unknown, ref: ObjectRef, req: boolean): Envelope {
+  private envelope(key: ObjectKey, body: Uint8Array, ref: ObjectRef, req: boolean): Envelope {
     const place = key.startsWith('s:') ? this.deps.instanceTypeFor(ref) : undefined;
     return {
       id: randomUUID(),
@@ -350,9 +358,15 @@ export class Router {
       parked.messages.push(message);
       return true;
     }
-    if (transport.send(peer, message)) {
-      this.handedTo(key, message);
-      return true;
+    try {
+      if (transport.send(peer, message)) {
+        this.handedTo(key, message);
+        return true;
+      }
+    } catch (error) {
+      // Not expected (values are bounded at the call), but never a throw out of a promise callback.
+      this.deps.log('error', `runtime message '${message.t}' for ${peer.nodeId} could not be sent`, error);
+      return false;
     }
     // Park and look again: the next discovery round either finds that run (connect, flush on Ready) or
     // finds it gone (revalidateParked re-resolves the owners).
@@ -615,7 +629,7 @@ export class Router {
   /** The one terminal of a request, sent back to the node that accepted the call. */
   reply(env: Envelope, terminal: Terminal): void {
     // §1.1, §9: a pending request that completes after relocation leaves its terminal in the Relocation Store.
-    if (env.moved) this.deps.recordMovedTerminal(env.id, terminal);
+    if (env.moved) this.deps.recordMovedTerminal(env.id, terminal.ok ? { ok: true, value: decodeValue(terminal.value!) } : terminal);
     if (sameNode(env.from, this.deps.self)) return this.settleTerminal(env.id, terminal);
     const message: ReplyMessage = { t: 'reply', id: env.id, ok: terminal.ok, value: terminal.value, error: terminal.error, kind: terminal.kind };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage))
@@ -623,7 +637,17 @@ export class Router {
   }
 
   private settleTerminal(id: string, terminal: Terminal): void {
-    if (terminal.ok) return this.settle(id, terminal.value);
+    if (terminal.ok) {
+      if (!this.pending.has(id)) return;
+      let value: unknown;
+      try {
+        // Decoded where the request settles: each caller gets its own copy of the reply.
+        value = terminal.value === undefined ? undefined : decodeValue(terminal.value);
+      } catch (error) {
+        return this.settle(id, undefined, new RequestError('handler', `the reply could not be decoded: ${(error as Error).message}`));
+      }
+      return this.settle(id, value);
+    }
     // The object is of another generation now: the next new send re-resolves it (§12 "must be rebound").
     if (terminal.kind === 'stale-generation') {
       const key = this.pending.get(id)?.key;

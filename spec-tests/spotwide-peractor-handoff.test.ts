@@ -25,6 +25,7 @@ import { describeType } from '../runtime/relocation/compatibility';
 import { encodePayload, PAYLOAD_VERSION } from '../runtime/relocation/payload';
 import { RELOCATION_MESSAGE } from '../runtime/relocation/protocol';
 import type { Envelope } from '../runtime/envelope';
+import { encodeValue } from '../runtime/codec';
 import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from './support/stack';
 import { checkSequence } from './support/workload';
 
@@ -556,7 +557,7 @@ describe.each(STACKS)('§17 SpotWide/PerActor handoff on %s', (stackName) => {
     host.relocation.onControl(from, prepare);
     expect(host.relocation.inboundObjects).toBe(1);
     expect(target.diagnostics().units.targetInFlight).toBe(inFlightBefore + 1);
-    const env = (n: number, sender: string): Envelope => ({ id: randomUUID(), to: 'a:dup', gen: record.objectGeneration, body: seq(sender, n), from });
+    const env = (n: number, sender: string): Envelope => ({ id: randomUUID(), to: 'a:dup', gen: record.objectGeneration, body: encodeValue(seq(sender, n), 'message'), from });
     host.router.dispatch(env(0, 'staged'), true); // followed by the source: into the one temporary queue
     const bytes = encodePayload({
       v: PAYLOAD_VERSION,
@@ -569,7 +570,7 @@ describe.each(STACKS)('§17 SpotWide/PerActor handoff on %s', (stackName) => {
           gen: record.objectGeneration,
           auth: record.authorityGeneration,
           mode: 'entry',
-          state: Buffer.from(JSON.stringify({ seen: { saved: [0] }, ticks: [], nodes: ['ghost'] })).toString('base64'),
+          state: Buffer.from(JSON.stringify({ seen: { saved: [0] }, ticks: [], nodes: ['ghost'] })),
           timers: [],
         },
       ],

@@ -91,7 +91,7 @@ export class Connection {
   private theirNonce = '';
   private handshakeTimer: NodeJS.Timeout | undefined;
   private flushScheduled: NodeJS.Immediate | undefined;
-  private pending: string[] = [];
+  private pending: Uint8Array[] = [];
   /** The runtime messages behind `pending`, handed back unwritten if the link closes first. */
   private pendingMessages: RuntimeMessage[] = [];
   private pendingBytes = 0;
@@ -356,12 +356,13 @@ export class Connection {
   }
 
   /**
-   * Queues one stringified runtime message; all messages of a tick leave as one batch frame (DESIGN.md: not one
+   * Queues one encoded runtime message (frames.encodeMessage); all messages of a tick leave as one batch frame (DESIGN.md: not one
    * syscall per message). A batch that would exceed maxFrameBytes is flushed early.
    */
-  queueMessage(json: string, bytes: number, message: RuntimeMessage): void {
+  queueMessage(part: Uint8Array, message: RuntimeMessage): void {
+    const bytes = part.length;
     if (this.pending.length > 0 && batchFrameBytes(this.pendingBytes + bytes, this.pending.length + 1) > this.owner.maxFrameBytes) this.flush();
-    this.pending.push(json);
+    this.pending.push(part);
     this.pendingMessages.push(message);
     this.pendingBytes += bytes;
     if (!this.flushScheduled) this.flushScheduled = setImmediate(() => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { FrameError } from './errors';
-import { decodeFrame, encodeBatch, encodeChunk, encodeControl, FRAME_MAGIC, FRAME_VERSION, FrameKind, type ControlFrame } from './frames';
+import { decodeFrame, encodeBatch, encodeChunk, encodeControl, encodeMessage, FRAME_MAGIC, FRAME_VERSION, FrameKind, type ControlFrame } from './frames';
 
 const MAX = 1024 * 1024;
 const nonce = 'ab'.repeat(32);
@@ -19,12 +19,31 @@ describe('frame codec', () => {
     ];
     for (const c of controls) expect(decodeFrame(encodeControl(c), MAX)).toEqual({ kind: 'control', frame: c });
     const msgs = [{ t: 'x', n: 1 }, { t: 'y', nested: { a: [1, 2] } }];
-    expect(decodeFrame(encodeBatch(msgs.map((m) => JSON.stringify(m))), MAX)).toEqual({ kind: 'batch', messages: msgs });
+    expect(decodeFrame(encodeBatch(msgs.map(encodeMessage)), MAX)).toEqual({ kind: 'batch', messages: msgs });
     const data = Buffer.from('hello world');
     const sha256 = createHash('sha256').update(data).digest();
     const f = decodeFrame(encodeChunk({ id: 'pay-ü', index: 0, count: 1, total: data.length, sha256, data }), MAX);
     expect(f.kind).toBe('chunk');
     if (f.kind === 'chunk') expect([f.chunk.id, f.chunk.data.toString(), f.chunk.sha256.equals(sha256)]).toEqual(['pay-ü', 'hello world', true]);
+  });
+
+  it('batch frames carry byte fields (encoded bodies) as raw bytes, not base64 or {type,data} JSON', () => {
+    const body = Buffer.alloc(1000, 0xee);
+    const frame = encodeBatch([encodeMessage({ t: 'msg', env: { id: 'x', body } })]);
+    expect(frame.length).toBeLessThan(1000 + 40);
+    expect(frame.includes(body)).toBe(true);
+    const f = decodeFrame(frame, MAX);
+    if (f.kind !== 'batch') throw new Error('not a batch');
+    const got = (f.messages[0] as unknown as { env: { body: Uint8Array } }).env.body;
+    expect(got).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(got).equals(body)).toBe(true);
+  });
+
+  it('a batch is the concatenation of its encoded messages, each standing alone', () => {
+    const parts = [encodeMessage({ t: 'a' }), encodeMessage({ t: 'b', n: [1, 2] })];
+    const frame = encodeBatch(parts);
+    expect(frame.length).toBe(3 + parts[0]!.length + parts[1]!.length);
+    expect(decodeFrame(frame, MAX)).toEqual({ kind: 'batch', messages: [{ t: 'a' }, { t: 'b', n: [1, 2] }] });
   });
 
   it('chunk data is raw bytes behind a binary header, not base64 JSON', () => {
@@ -43,8 +62,14 @@ describe('frame codec', () => {
     ['unknown control', Buffer.concat([Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Control]), Buffer.from('{"k":"boom"}')])],
     ['extra key', Buffer.concat([Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Control]), Buffer.from('{"k":"ready","x":1}')])],
     ['wrong type', Buffer.concat([Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Control]), Buffer.from('{"k":"ack","id":"p","ok":"yes"}')])],
-    ['empty batch', Buffer.concat([Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Batch]), Buffer.from('[]')])],
-    ['batch entry without t', Buffer.concat([Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Batch]), Buffer.from('[{"x":1}]')])],
+    ['empty batch', Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Batch])],
+    ['batch entry without t', encodeBatch([encodeMessage({ x: 1 } as never)])],
+    ['batch entry that is not an object', encodeBatch([encodeMessage({ t: 'a' }), Buffer.from([0x05])])],
+    ['batch entry with a non-string t', encodeBatch([encodeMessage({ t: 5 } as never)])],
+    ['batch with a truncated message', encodeBatch([encodeMessage({ t: 'a', s: 'long string here' })]).subarray(0, 12)],
+    ['batch of an old JSON frame', Buffer.concat([Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Batch]), Buffer.from('[{"t":"a"}]')])],
+    ['version 1 (JSON batches)', Buffer.concat([Buffer.from([FRAME_MAGIC, 1, FrameKind.Batch]), Buffer.from('[{"t":"a"}]')])],
+    ['reserved MessagePack byte', Buffer.from([FRAME_MAGIC, FRAME_VERSION, FrameKind.Batch, 0xc1])],
     ['truncated chunk', encodeChunk({ id: 'p', index: 0, count: 1, total: 3, sha256: Buffer.alloc(32), data: Buffer.from('abc') }).subarray(0, 20)],
     ['chunk index >= count', encodeChunk({ id: 'p', index: 2, count: 2, total: 3, sha256: Buffer.alloc(32), data: Buffer.from('abc') })],
     ['chunk longer than payload', encodeChunk({ id: 'p', index: 0, count: 1, total: 2, sha256: Buffer.alloc(32), data: Buffer.from('abc') })],
@@ -54,11 +79,11 @@ describe('frame codec', () => {
   });
 
   it('rejects frames above maxFrameBytes', () => {
-    expect(() => decodeFrame(encodeBatch([JSON.stringify({ t: 'x', pad: 'y'.repeat(100) })]), 50)).toThrow(/maxFrameBytes/);
+    expect(() => decodeFrame(encodeBatch([encodeMessage({ t: 'x', pad: 'y'.repeat(100) })]), 50)).toThrow(/maxFrameBytes/);
   });
 
   it('any byte string either decodes or throws FrameError (never another exception)', () => {
-    const valid = [encodeControl({ k: 'ready' }), encodeBatch(['{"t":"a"}']), encodeChunk({ id: 'p', index: 0, count: 1, total: 1, sha256: Buffer.alloc(32), data: Buffer.from('z') })];
+    const valid = [encodeControl({ k: 'ready' }), encodeBatch([encodeMessage({ t: 'a', b: Buffer.from([1, 2]), n: { m: [1, 'x'] } })]), encodeChunk({ id: 'p', index: 0, count: 1, total: 1, sha256: Buffer.alloc(32), data: Buffer.from('z') })];
     const mutated = fc.tuple(fc.constantFrom(...valid), fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat()).map(([b, i, v, cut]) => {
       const copy = Buffer.from(b);
       copy[i % copy.length] = v;

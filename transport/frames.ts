@@ -6,8 +6,9 @@
  * Every frame is one binary message:
  *
  *   byte 0   magic 0x7a ('z')
- *   byte 1   version (1)
- *   byte 2   kind: 1 control (UTF-8 JSON, zod-validated), 2 batch (UTF-8 JSON array of runtime messages),
+ *   byte 1   version (2; version 1 had JSON batches)
+ *   byte 2   kind: 1 control (UTF-8 JSON, zod-validated), 2 batch (runtime messages as consecutive MessagePack
+ *            values; byte fields such as encoded message bodies travel as raw `bin`, never base64),
  *            3 chunk (binary header + raw bytes, never base64)
  *
  *   chunk:   u8 idLength (1..128) | id (UTF-8) | u32 index | u32 count | u48 totalBytes | 32 bytes sha256 of the
@@ -17,12 +18,13 @@
  * the wrong type, an incoherent chunk header, more bytes than maxFrameBytes) is a FrameError: the connection that
  * sent it is closed with CloseCode.ProtocolError and counted, the process carries on.
  */
+import { Packr } from 'msgpackr';
 import { z } from 'zod';
 import { FrameError } from './errors';
 import type { RuntimeMessage } from './types';
 
 export const FRAME_MAGIC = 0x7a;
-export const FRAME_VERSION = 1;
+export const FRAME_VERSION = 2;
 export const FrameKind = { Control: 1, Batch: 2, Chunk: 3 } as const;
 export const MAX_PAYLOAD_ID_BYTES = 128;
 const SHA256_BYTES = 32;
@@ -101,16 +103,33 @@ export function encodeControl(frame: ControlFrame): Buffer {
   return buf;
 }
 
-/** Bytes a batch frame of these already-stringified messages takes (3 header + brackets + commas). */
-export function batchFrameBytes(partBytes: number, parts: number): number {
-  return 3 + 2 + partBytes + Math.max(0, parts - 1);
+/**
+ * Runtime messages are plain MessagePack (no records, no structured clone): each encoded message stands alone, so a
+ * batch is just their concatenation and a message's size is known when it is queued. Application values inside them
+ * are already bytes (runtime/codec.ts) and travel as `bin`.
+ */
+const wire = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
+
+/** One runtime message as it goes into a batch (encoded at send: the wire sees the value at send time). */
+export function encodeMessage(message: RuntimeMessage): Buffer {
+  return wire.pack(message);
 }
 
-/** Coalesced runtime messages (DESIGN.md: one ws frame per tick holds many messages). `parts` are JSON texts. */
-export function encodeBatch(parts: readonly string[]): Buffer {
-  const json = parts.length === 1 ? `[${parts[0]}]` : `[${parts.join(',')}]`;
-  const buf = header(FrameKind.Batch, Buffer.byteLength(json));
-  buf.write(json, 3, 'utf8');
+/** Bytes a batch frame of these already-encoded messages takes (3 header bytes + the messages). */
+export function batchFrameBytes(partBytes: number, _parts: number): number {
+  return 3 + partBytes;
+}
+
+/** Coalesced runtime messages (DESIGN.md: one ws frame per tick holds many messages). `parts` from encodeMessage. */
+export function encodeBatch(parts: readonly Uint8Array[]): Buffer {
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const buf = header(FrameKind.Batch, total);
+  let o = 3;
+  for (const p of parts) {
+    buf.set(p, o);
+    o += p.length;
+  }
   return buf;
 }
 
@@ -144,7 +163,7 @@ export function decodeFrame(buf: Buffer, maxFrameBytes: number): Frame {
       return { kind: 'control', frame: parsed.data };
     }
     case FrameKind.Batch:
-      return { kind: 'batch', messages: checkBatch(parseJson(buf)) };
+      return { kind: 'batch', messages: checkBatch(parseMessages(buf)) };
     case FrameKind.Chunk:
       return { kind: 'chunk', chunk: decodeChunk(buf) };
     default:
@@ -161,11 +180,21 @@ function parseJson(buf: Buffer): unknown {
   }
 }
 
+function parseMessages(buf: Buffer): unknown[] {
+  if (buf.length === 3) throw new FrameError('batch frame must hold at least one message');
+  try {
+    // Truncated or trailing partial values throw; each complete value is checked by checkBatch.
+    return wire.unpackMultiple(buf.subarray(3)) as unknown[];
+  } catch {
+    throw new FrameError('batch frame body is not a sequence of MessagePack values');
+  }
+}
+
 /** A strict decoder instead of zod for the hot path: 10k messages per frame must not cost a schema walk each. */
 function checkBatch(value: unknown): RuntimeMessage[] {
-  if (!Array.isArray(value) || value.length === 0) throw new FrameError('batch frame must be a non-empty array');
+  if (!Array.isArray(value) || value.length === 0) throw new FrameError('batch frame must hold at least one message');
   for (const m of value) {
-    if (typeof m !== 'object' || m === null || Array.isArray(m) || typeof (m as { t?: unknown }).t !== 'string') {
+    if (typeof m !== 'object' || m === null || Object.getPrototypeOf(m) !== Object.prototype || typeof (m as { t?: unknown }).t !== 'string') {
       throw new FrameError('batch entry must be an object with a string "t"');
     }
   }

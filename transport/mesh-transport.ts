@@ -11,7 +11,7 @@ import { CHUNK_HEADER_MAX_BYTES, CloseCode, TRANSPORT_DEFAULTS } from './constan
 import type { PeerIdentity } from './connection';
 import { PayloadBudget } from './budget';
 import { PayloadRejectedError, PeerUnavailableError, TransportClosedError } from './errors';
-import { batchFrameBytes } from './frames';
+import { batchFrameBytes, encodeMessage } from './frames';
 import type { LinkProvider } from './link';
 import { MeshNode, type DescriptorTarget, type MeshNodeContext } from './mesh-node';
 import type { NodeDescriptor } from '../stores/types';
@@ -155,13 +155,12 @@ export class MeshTransport implements Transport {
     const conn = this.nodes[0]!.table.exchangeConnection(peer);
     if (!conn || conn.peerLeaving) return false; // a leaving peer reads nothing more: the caller re-routes
     if (typeof message?.t !== 'string') throw new TypeError('send: a runtime message is an object with a string "t"');
-    // Stringified now: the caller may reuse the object; the wire sees the value at send time.
-    const json = JSON.stringify(message);
-    const bytes = Buffer.byteLength(json);
-    if (batchFrameBytes(bytes, 1) > this.maxFrameBytes) {
-      throw new RangeError(`send: message of ${bytes} bytes exceeds maxFrameBytes ${this.maxFrameBytes}; send it as a payload`);
+    // Encoded now: the caller may reuse the object; the wire sees the value at send time.
+    const part = encodeMessage(message);
+    if (batchFrameBytes(part.length, 1) > this.maxFrameBytes) {
+      throw new RangeError(`send: message of ${part.length} bytes exceeds maxFrameBytes ${this.maxFrameBytes}; send it as a payload`);
     }
-    conn.queueMessage(json, bytes, message);
+    conn.queueMessage(part, message);
     return true;
   }
 

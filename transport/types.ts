@@ -4,7 +4,8 @@
  *
  * The transport owns the Core peer table of every mesh (Hello → Admit → Ready), framing and validation,
  * chunked checksummed payloads and the in-flight payload budget. It knows nothing of Actors or Spots:
- * runtime messages are opaque JSON-compatible values to it.
+ * runtime messages are opaque MessagePack-compatible values to it (plain objects, arrays, strings, numbers,
+ * booleans, null and Uint8Array bytes, which travel raw).
  */
 import type { NodeDescriptor, NodeRef } from '../stores/types';
 
@@ -28,7 +29,7 @@ export interface MeshConfig {
   readonly tls?: { readonly key?: string | Buffer; readonly cert?: string | Buffer; readonly ca?: string | Buffer; readonly rejectUnauthorized?: boolean };
 }
 
-/** A JSON-compatible runtime message. The runtime validates its own shapes; the transport validates framing. */
+/** A runtime message (see Transport above for what it may hold). The runtime validates its own shapes; the transport validates framing. */
 export type RuntimeMessage = { readonly t: string } & Record<string, unknown>;
 
 export interface TransportHandlers {

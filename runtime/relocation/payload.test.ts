@@ -1,3 +1,4 @@
+import { decodeValue, encodeValue } from '../codec';
 import { decodePayload, encodePayload, PAYLOAD_VERSION, type UnitPayload } from './payload';
 
 const from = { nodeId: 'src', lifecycleGeneration: 2 };
@@ -13,7 +14,7 @@ const payload: UnitPayload = {
       gen: 1,
       auth: 7,
       mode: 'SpotWide',
-      state: Buffer.from(JSON.stringify({ topic: 'héllo ✓' })).toString('base64'),
+      state: Buffer.from(JSON.stringify({ topic: 'héllo ✓' })),
       timers: [
         { name: 'tick', remainingMs: 450, periodMs: 500 },
         { name: 'once', remainingMs: 0 },
@@ -22,9 +23,9 @@ const payload: UnitPayload = {
     { key: 'a:alice', type: 'member', gen: 3, auth: 8, mode: 'member', spot: 'room-1', timers: [] },
   ],
   queue: [
-    { k: 'msg', to: 's:room-1', env: { id: 'op-1', to: 's:room-1', gen: 1, body: { say: 'hi', n: [1, 2, { deep: null }] }, from, req: 1 } },
+    { k: 'msg', to: 's:room-1', env: { id: 'op-1', to: 's:room-1', gen: 1, body: encodeValue({ say: 'hi', n: [1, 2, { deep: null }], at: new Date(5), m: new Map([[1, 2n]]), u: undefined }, 'message'), from, req: 1 } },
     { k: 'tick', to: 's:room-1', name: 'tick' },
-    { k: 'msg', to: 'a:alice', env: { id: 'op-2', to: 'a:alice', gen: 3, body: 'plain', from, hops: 1 } },
+    { k: 'msg', to: 'a:alice', env: { id: 'op-2', to: 'a:alice', gen: 3, body: encodeValue('plain', 'message'), from, hops: 1 } },
   ],
 };
 
@@ -34,7 +35,24 @@ test('encode → decode round-trips a payload, queue order included', () => {
   const decoded = decodePayload(bytes);
   expect(decoded).toEqual(payload);
   expect(decoded.queue.map((q) => (q.k === 'msg' ? q.env.id : q.name))).toEqual(['op-1', 'tick', 'op-2']);
-  expect(Buffer.from(decoded.objects[0]!.state!, 'base64').toString()).toBe('{"topic":"héllo ✓"}');
+  expect(Buffer.from(decoded.objects[0]!.state!).toString()).toBe('{"topic":"héllo ✓"}');
+});
+
+test('state bytes and queued bodies come back byte-exact, as raw bytes (no base64, no JSON of bytes)', () => {
+  const bytes = encodePayload(payload);
+  const decoded = decodePayload(bytes);
+  for (let i = 0; i < payload.queue.length; i++) {
+    const a = payload.queue[i]!;
+    const b = decoded.queue[i]!;
+    if (a.k === 'msg' && b.k === 'msg') {
+      expect(Buffer.from(b.env.body).equals(Buffer.from(a.env.body))).toBe(true);
+      expect(bytes.includes(Buffer.from(a.env.body))).toBe(true);
+    }
+  }
+  const first = decoded.queue[0]!;
+  if (first.k !== 'msg') throw new Error('msg expected');
+  expect(decodeValue(first.env.body)).toEqual({ say: 'hi', n: [1, 2, { deep: null }], at: new Date(5), m: new Map([[1, 2n]]), u: undefined });
+  expect(bytes.includes(Buffer.from(payload.objects[0]!.state!))).toBe(true);
 });
 
 test.each(['actor', 'perActorShell', 'instance'] as const)('a %s payload round-trips', (kind) => {
@@ -44,9 +62,9 @@ test.each(['actor', 'perActorShell', 'instance'] as const)('a %s payload round-t
 
 /** Encodes `p` after a change (bypassing the type), for the rejection cases. */
 const mutated = (change: (p: Record<string, any>) => void) => {
-  const copy = JSON.parse(JSON.stringify(payload)) as Record<string, any>;
+  const copy = structuredClone(payload) as Record<string, any>;
   change(copy);
-  return Buffer.from(JSON.stringify(copy));
+  return encodePayload(copy as UnitPayload);
 };
 
 test.each([
@@ -70,6 +88,8 @@ test.each([
   ['an envelope with an empty operation id', mutated((p) => (p.queue[0].env.id = ''))],
   ['a tick without a name', mutated((p) => (p.queue[1].name = ''))],
   ['a queue that is not an array', mutated((p) => (p.queue = {}))],
+  ['a body that is not bytes', mutated((p) => (p.queue[0].env.body = { say: 'hi' }))],
+  ['state as base64 text (version 1)', mutated((p) => (p.objects[0].state = 'eyJ9'))],
   ['not JSON', Buffer.from('{"v":1,')],
   ['JSON null', Buffer.from('null')],
   ['a JSON array', Buffer.from('[]')],

@@ -1,7 +1,11 @@
 /**
  * The unit payload (§9): application state bytes, the unexecuted queue and timer registrations, sent straight
  * from source memory to the target (never through a store). The transport adds chunking and the sha256.
+ *
+ * Encoded as plain MessagePack so state bytes and the queued envelopes' bodies (already encoded by runtime/codec.ts)
+ * travel as raw bytes and come back byte-exact — no JSON, no base64. Issue [6/10] replaces this with parcels.
  */
+import { Packr } from 'msgpackr';
 import { z } from 'zod';
 import type { Envelope } from '../envelope';
 import { envelopeSchema } from '../protocol';
@@ -9,7 +13,7 @@ import type { HostedMode } from '../objects';
 import type { TimerRegistration } from '../timers';
 import type { UnitKind } from './protocol';
 
-export const PAYLOAD_VERSION = 1;
+export const PAYLOAD_VERSION = 2;
 
 export interface CapturedObject {
   readonly key: string;
@@ -18,8 +22,8 @@ export interface CapturedObject {
   readonly auth: number;
   readonly mode: HostedMode;
   readonly spot?: string;
-  /** base64 of the adapter's bytes (PreserveStateWith); absent for RecreateOnRelocation and PerActor shells. */
-  readonly state?: string;
+  /** The adapter's bytes (PreserveStateWith); absent for RecreateOnRelocation and PerActor shells. */
+  readonly state?: Uint8Array;
   readonly timers: readonly TimerRegistration[];
 }
 
@@ -47,7 +51,7 @@ const payloadSchema = z.object({
         auth: z.number().int().nonnegative(),
         mode: z.enum(['entry', 'member', 'SpotWide', 'PerActor', 'instance']),
         spot: z.string().optional(),
-        state: z.string().optional(),
+        state: z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'state must be bytes').optional(),
         timers: z.array(z.object({ name: z.string().min(1), remainingMs: z.number().nonnegative(), periodMs: z.number().positive().optional() })),
       }),
     )
@@ -60,11 +64,13 @@ const payloadSchema = z.object({
   ),
 });
 
+const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
+
 export function encodePayload(payload: UnitPayload): Buffer {
-  return Buffer.from(JSON.stringify(payload));
+  return packr.pack(payload);
 }
 
 /** Throws on anything that is not a payload of this version. */
 export function decodePayload(bytes: Buffer): UnitPayload {
-  return payloadSchema.parse(JSON.parse(bytes.toString('utf8'))) as UnitPayload;
+  return payloadSchema.parse(packr.unpack(bytes)) as UnitPayload;
 }

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import type { RuntimeMessage } from '../../transport/types';
-import type { Envelope } from '../envelope';
+import { envelopeWireBytes, type Envelope } from '../envelope';
 import { envelopeSchema } from '../protocol';
 
 export const RELOCATION_MESSAGE = {
@@ -82,7 +82,7 @@ export function relayBatchMessages(u: string, relay: readonly Envelope[], retran
   let part: Envelope[] = [];
   let bytes = 0;
   for (const env of relay) {
-    const size = Buffer.byteLength(JSON.stringify(env)) + 1;
+    const size = envelopeWireBytes(env);
     if (part.length > 0 && bytes + size > RELAY_PART_BYTES) {
       parts.push(part);
       part = [];

@@ -143,8 +143,8 @@ export class SourceUnit {
   private captureObject(o: Hosted, timers: TimerRegistration[]): CapturedObject {
     const policy = o.def.relocation;
     const shell = this.plan.kind === 'perActorShell';
-    let state: string | undefined;
-    if (!shell && policy.kind === 'preserve') state = Buffer.from(policy.capture(o.state)).toString('base64');
+    let state: Uint8Array | undefined;
+    if (!shell && policy.kind === 'preserve') state = policy.capture(o.state);
     return {
       key: o.key,
       type: o.def.type,

@@ -102,7 +102,7 @@ export class TargetUnit {
       const hosted = host.objects.newHosted(c.key, def, c.mode, ownLane, c.gen, c.auth, c.spot);
       const policy = def.relocation;
       // §9: PreserveStateWith restores the adapter's bytes; RecreateOnRelocation and PerActor shells run the factory.
-      hosted.state = c.state !== undefined && policy.kind === 'preserve' ? policy.restore(Buffer.from(c.state, 'base64')) : def.create(c.key.slice(2));
+      hosted.state = c.state !== undefined && policy.kind === 'preserve' ? policy.restore(Buffer.from(c.state.buffer, c.state.byteOffset, c.state.length)) : def.create(c.key.slice(2));
       seqs.set(c.key, hosted.timers.install(c.timers, pendingTicks.get(c.key) ?? new Set()));
       this.restored.push(hosted);
     }

@@ -2,6 +2,8 @@
  * Transport benchmark between two processes on loopback (ws transport, child_process.fork for the peer):
  *  - bulk: 1 MiB payloads sent in chunks (acquireBudget + sendPayload, as many in flight as the budget allows), MB/s
  *  - msgs: 100-byte runtime messages (coalesced per tick), msgs/s
+ *  - envelopes: application messages shaped as the router sends them (`{t:'msg', env}`), the body encoded with the
+ *    value codec at send and decoded at receipt (runtime/codec.ts), msgs/s — what the codec costs end to end
  * Prints each run and the medians.  npm run bench:transport -- --runs 5 --payloads 200 --messages 200000
  */
 import { fork } from 'node:child_process';
@@ -9,6 +11,13 @@ import { parseArgs } from 'node:util';
 import { createWsTransport } from '../../transport/ws';
 import type { NodeDescriptor, NodeRef } from '../../stores/types';
 import type { RuntimeMessage } from '../../transport/types';
+import { decodeValue, encodeValue } from '../../runtime/codec';
+
+/** The envelope a router sends for `send({ actor: 'counter-1' }, { op: 'add', by: i, note })` (runtime/router.ts). */
+const envelope = (i: number, from: NodeRef): RuntimeMessage => ({
+  t: 'msg',
+  env: { id: '6f1c2b9e-3d4a-4f5e-8a7b-9c0d1e2f3a4b', to: 'a:counter-1', gen: 1, body: encodeValue({ op: 'add', by: i, note: 'hello' }, 'message'), from, seq: i },
+});
 
 const { values } = parseArgs({
   options: {
@@ -39,7 +48,8 @@ async function child(): Promise<void> {
     meshes: [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }],
     chunkBytes,
     handlers: {
-      onMessage: (from) => {
+      onMessage: (from, m) => {
+        if (m.t === 'msg') decodeValue((m.env as { body: Uint8Array }).body);
         if (++got === expected) {
           t.send(from, { t: 'done' });
           got = 0;
@@ -86,6 +96,7 @@ async function parent(): Promise<void> {
   const payload = Buffer.alloc(MiB, 0x5a);
   const bulk: number[] = [];
   const rates: number[] = [];
+  const envRates: number[] = [];
   for (let run = 0; run < runs; run++) {
     const start = process.hrtime.bigint();
     const inFlight: Promise<void>[] = [];
@@ -109,9 +120,22 @@ async function parent(): Promise<void> {
     await done;
     const ms = Number(process.hrtime.bigint() - m0) / 1e9;
     rates.push(messages / ms);
-    console.log(`run ${run + 1}: bulk ${bulk[run]!.toFixed(1)} MB/s (${payloads} x 1 MiB, ${chunkBytes / 1024} KiB chunks), messages ${Math.round(rates[run]!)} msg/s (${messages} x 100 B)`);
+
+    peer.send({ type: 'expect', messages } satisfies Ctl);
+    await new Promise((r) => setTimeout(r, 20));
+    const envDone = new Promise<void>((resolve) => (onDone = resolve));
+    const e0 = process.hrtime.bigint();
+    for (let i = 0; i < messages; i++) {
+      t.send(b, envelope(i, self));
+      if (i % 2000 === 1999) await new Promise((r) => setImmediate(r));
+    }
+    await envDone;
+    envRates.push(messages / (Number(process.hrtime.bigint() - e0) / 1e9));
+    console.log(
+      `run ${run + 1}: bulk ${bulk[run]!.toFixed(1)} MB/s (${payloads} x 1 MiB, ${chunkBytes / 1024} KiB chunks), messages ${Math.round(rates[run]!)} msg/s (${messages} x 100 B), envelopes ${Math.round(envRates[run]!)} msg/s`,
+    );
   }
-  console.log(JSON.stringify({ medianBulkMBps: Number(median(bulk).toFixed(1)), medianMsgsPerSec: Math.round(median(rates)), runs }));
+  console.log(JSON.stringify({ medianBulkMBps: Number(median(bulk).toFixed(1)), medianMsgsPerSec: Math.round(median(rates)), medianEnvelopesPerSec: Math.round(median(envRates)), runs }));
   peer.send({ type: 'done' } satisfies Ctl);
   await t.close();
   await new Promise((r) => peer.once('exit', r));

@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import WebSocket from 'ws';
 import { CloseCode } from '../constants';
 import { waitFor } from '../contract';
-import { decodeFrame, encodeBatch, encodeChunk, encodeControl, FRAME_MAGIC, FRAME_VERSION } from '../frames';
+import { decodeFrame, encodeBatch, encodeChunk, encodeControl, encodeMessage, FRAME_MAGIC, FRAME_VERSION } from '../frames';
 import type { NodeRef } from '../../stores/types';
 import type { RuntimeMessage, Transport, TransportDiagnostics } from '../types';
 import { createWsTransport } from '.';
@@ -62,7 +62,7 @@ const validFrames = [
   encodeControl({ k: 'hello', mesh: 'main', nodeId: 'x', gen: 1, app: 1, nonce }),
   encodeControl({ k: 'ready' }),
   encodeControl({ k: 'ack', id: 'p', ok: true }),
-  encodeBatch(['{"t":"a","v":1}']),
+  encodeBatch([encodeMessage({ t: 'a', v: 1, body: Buffer.from([1, 2, 3]) }), encodeMessage({ t: 'b' })]),
   encodeChunk({ id: 'p', index: 0, count: 2, total: 5, sha256: Buffer.alloc(32), data: Buffer.from('abc') }),
 ];
 

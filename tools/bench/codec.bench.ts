@@ -1,0 +1,44 @@
+/**
+ * Codec choice by measurement (DESIGN.md "Values and delivery"): v8.serialize (platform) against msgpackr with its
+ * record + structured-clone extensions, configured as runtime/codec.ts uses it. Round trip (encode + decode) of
+ * typical values, ns per op, median of --runs; plus encoded sizes.   npm run bench:codec -- --runs 5
+ */
+import { deserialize, serialize } from 'node:v8';
+import { parseArgs } from 'node:util';
+import { decodeValue, encodeValue } from '../../runtime/codec';
+
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, ops: { type: 'string', default: '100000' } } });
+const runs = Number(values.runs);
+const ops = Number(values.ops);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const cases: Record<string, () => unknown> = {
+  'small message {op,by,note}': () => ({ op: 'add', by: 1, note: 'hello' }),
+  '100-byte text message': () => ({ t: 'm', i: 1, p: 'x'.repeat(80) }),
+  'exotic (Buffer, Date, Map, Set, BigInt, undefined)': () => ({ b: Buffer.alloc(16, 1), d: new Date(5), m: new Map([[1, 'a']]), s: new Set([1, 2]), n: 2n ** 70n, u: undefined }),
+  'list of 100 records': () => ({ list: Array.from({ length: 100 }, (_, i) => ({ id: i, name: `n${i}`, score: i * 1.5, tags: ['a', 'b'] })) }),
+  '64 KiB Buffer': () => ({ blob: Buffer.alloc(64 * 1024, 7) }),
+};
+
+const codecs: Record<string, { enc: (v: unknown) => Uint8Array; dec: (b: Uint8Array) => unknown }> = {
+  'v8.serialize': { enc: (v) => serialize(v), dec: (b) => deserialize(b) },
+  'msgpackr (runtime/codec)': { enc: (v) => encodeValue(v, 'message'), dec: (b) => decodeValue(b) },
+};
+
+const rows: { case: string; codec: string; nsPerRoundTrip: number; bytes: number }[] = [];
+for (const [caseName, make] of Object.entries(cases)) {
+  const value = make();
+  const n = caseName.includes('KiB') || caseName.includes('list') ? Math.max(1000, ops / 20) : ops;
+  for (const [codecName, c] of Object.entries(codecs)) {
+    const samples: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      for (let i = 0; i < Math.min(n, 5000); i++) c.dec(c.enc(value)); // warm-up
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < n; i++) c.dec(c.enc(value));
+      samples.push(Number(process.hrtime.bigint() - t0) / n);
+    }
+    rows.push({ case: caseName, codec: codecName, nsPerRoundTrip: Math.round(median(samples)), bytes: c.enc(value).length });
+  }
+}
+console.table(rows);
+console.log(JSON.stringify(rows));
