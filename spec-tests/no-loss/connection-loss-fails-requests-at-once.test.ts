@@ -11,6 +11,7 @@ import type { Transport } from '../../transport/types';
 import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
 import { ALL_TYPES, type Ledger } from '../support/workload';
 import { atMost, observedTransport, quietLog } from './support';
+import { decodeValue } from '../../runtime/codec';
 
 const { log } = quietLog();
 
@@ -49,7 +50,9 @@ describe.each(STACKS)('connection loss on %s', (stackName) => {
       types: ALL_TYPES,
       log,
       transport: observedTransport((transport, from, message) => {
-        const body = (message as { env?: { body?: { op?: string; from?: string; n?: number } } }).env?.body;
+        // Envelope bodies travel encoded by the runtime's one codec (runtime/codec.ts).
+        const bytes = (message as { env?: { body?: Uint8Array } }).env?.body;
+        const body = bytes ? (decodeValue(bytes) as { op?: string; from?: string; n?: number } | undefined) : undefined;
         if (message.t === 'msg' && body?.op === 'seq' && body.from === 'c' && body.n === CUT && !cutAt) {
           cutAt = Date.now();
           transport.disconnect!(from); // the fault: this connection is gone from here on
