@@ -44,11 +44,13 @@ const reply = z.object({
 const control = z.object({ t: z.string().regex(/^r\./) }).passthrough();
 
 /**
- * Order marker (item 10 and the property test's "sender became the owner"): a node that now hosts an object it
- * used to send to elsewhere asks that old route to answer `marked` after passing on (forward or bounce) what it
- * already sent there; its own new messages for the object wait for the answer, so they never overtake them.
+ * Order marker (item 10): when this node's route for an object changes while earlier messages for it may still be
+ * on the old path (the old owner is leaving, or the object came to this node), `mark` follows those messages along
+ * the same path — the old owner forwards it like one of them (Message Follow) — and whoever finally holds the
+ * object (or knows it is gone) answers `marked` to the origin. New messages wait for that answer, so they never
+ * overtake the ones still on the way.
  */
-const mark = z.object({ t: z.literal('mark'), to: z.string().regex(/^[as]:.+/) });
+const mark = z.object({ t: z.literal('mark'), to: z.string().regex(/^[as]:.+/), origin: nodeRef });
 const marked = z.object({ t: z.literal('marked'), to: z.string().regex(/^[as]:.+/) });
 
 const runtimeMessage = z.union([msg, bounce, reply, via, stale, mark, marked, control]);
@@ -57,6 +59,7 @@ export type ReplyMessage = z.infer<typeof reply>;
 export type BounceMessage = z.infer<typeof bounce>;
 export type ViaMessage = z.infer<typeof via>;
 export type StaleMessage = z.infer<typeof stale>;
+export type MarkMessage = z.infer<typeof mark>;
 
 export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefined {
   const parsed = runtimeMessage.safeParse(raw);

@@ -226,6 +226,7 @@ describe('Router', () => {
     t.router.onPeerLeaving(P);
     t.owners.set('x', record(Q));
     t.router.send({ actor: 'x' }, 2);
+    t.router.onMessage(P, { t: 'marked', to: 'a:x' } as unknown as RuntimeMessage); // P turned 1 away or passed it on
     await advance(t.clock, 50);
     expect(t.msgsTo(P).map((e) => decodeValue(e.body))).toEqual([1]);
     expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual([2]);
@@ -244,7 +245,7 @@ describe('Router', () => {
     hosted = { objectGeneration: 1 }; // the unit arrived here and dispatch opened
     router.send({ actor: 'x' }, 3);
     expect(t.delivered).toEqual([]);
-    expect(t.sent.at(-1)).toEqual({ to: P, message: { t: 'mark', to: 'a:x' } });
+    expect(t.sent.at(-1)).toEqual({ to: P, message: { t: 'mark', to: 'a:x', origin: SELF } });
     // P's Message Follow passes 1 and 2 back here, then answers the marker on the same connection.
     for (const env of onTheWay) router.dispatch(env, true);
     router.send({ actor: 'x' }, 4);
@@ -283,5 +284,32 @@ describe('Router', () => {
     expect(t.msgsTo(P).map((e) => decodeValue(e.body))).toEqual([1, 2, 3]);
     t.router.onMessage(P, { t: 'reply', id: t.msgsTo(P)[1]!.id, ok: true, value: encodeValue('ok', 'reply') } as unknown as RuntimeMessage);
     await expect(reply).resolves.toBe('ok');
+  });
+
+  test('a sender whose old owner is leaving sends a marker down the old path; new messages wait for the answer from the new holder', async () => {
+    const t = setup();
+    t.owners.set('x', record(P));
+    t.router.send({ actor: 'x' }, 1);
+    await settle();
+    // P announces its close: its Message Follow may still be carrying 1 to Q.
+    t.router.onPeerLeaving(P);
+    expect(t.sent.at(-1)).toEqual({ to: P, message: { t: 'mark', to: 'a:x', origin: SELF } });
+    t.owners.set('x', record(Q));
+    t.router.send({ actor: 'x' }, 2);
+    await advance(t.clock, 20);
+    expect(t.msgsTo(Q)).toEqual([]); // would overtake 1
+    t.router.onMessage(Q, { t: 'marked', to: 'a:x' } as unknown as RuntimeMessage);
+    await advance(t.clock, 20);
+    expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual([2]);
+  });
+
+  test('a node forwards a marker behind the messages it relays, and the holder answers the origin', () => {
+    const t = setup();
+    t.router.setFollow('a:x', Q);
+    t.router.onMessage(P, { t: 'mark', to: 'a:x', origin: P } as unknown as RuntimeMessage);
+    expect(t.sent).toEqual([{ to: Q, message: { t: 'mark', to: 'a:x', origin: P } }]);
+    t.router.removeFollow('a:x');
+    t.router.onMessage(P, { t: 'mark', to: 'a:x', origin: P } as unknown as RuntimeMessage);
+    expect(t.sent[1]).toEqual({ to: P, message: { t: 'marked', to: 'a:x' } });
   });
 });

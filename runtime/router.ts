@@ -16,7 +16,7 @@ import { MAX_HOPS } from './envelope';
 import { abortReason, RemoteHandlerError, RequestError } from './errors';
 import { idOf, keyOfRef, nodeKey, sameNode, type ObjectKey } from './keys';
 import type { ObjectServer, Terminal } from './objects';
-import { parseRuntimeMessage, type BounceMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
+import { parseRuntimeMessage, type BounceMessage, type MarkMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
 import { telemetry } from './telemetry';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -187,6 +187,8 @@ export class Router {
     if (!inbound) {
       const queued = this.resolving.get(env.to);
       if (queued) return void queued.push(env);
+      const mark = this.marking.get(env.to);
+      if (mark && sameNode(env.from, this.deps.self)) return void mark.held.push(env);
     }
     const refusal = this.deps.inboundRefusal();
     const local = this.deps.objects.get(env.to);
@@ -322,11 +324,32 @@ export class Router {
     }
     const prev = this.lastSent.get(env.to);
     if (!prev || sameNode(prev.to, this.deps.self)) return false;
-    this.lastSent.delete(env.to);
-    if (!this.transmit(prev.to, { t: 'mark', to: env.to })) return false;
-    const key = env.to;
-    this.marking.set(key, { held: [env], peer: prev.to, timer: this.deps.clock.setTimeout(() => this.releaseMark(key), this.deps.connectWaitMs) });
+    if (!this.startMark(env.to, prev.to, (m) => this.transmit(prev.to, m))) return false;
+    this.marking.get(env.to)!.held.push(env);
     return true;
+  }
+
+  /** Sends the order marker for `key` down the old path through `peer`; new own messages wait for its answer. */
+  private startMark(key: ObjectKey, peer: NodeRef, send: (message: RuntimeMessage) => boolean): boolean {
+    this.lastSent.delete(key);
+    const self = this.deps.self;
+    const mark: MarkMessage = { t: 'mark', to: key, origin: { nodeId: self.nodeId, lifecycleGeneration: self.lifecycleGeneration } };
+    if (!send(mark as unknown as RuntimeMessage)) return false;
+    this.marking.set(key, { held: [], peer, timer: this.deps.clock.setTimeout(() => this.releaseMark(key), this.deps.connectWaitMs) });
+    return true;
+  }
+
+  /**
+   * A `mark` reached this node: pass it on behind the messages it follows (Message Follow), or answer — this node
+   * holds the object (its lane or temporary queue has them in order) or turned them away already (bounces first).
+   */
+  private onMark(mark: MarkMessage): void {
+    const follow = this.follows.get(mark.to);
+    if (follow && !this.deps.objects.get(mark.to)) {
+      if (this.transmit(follow, mark as unknown as RuntimeMessage)) return;
+    }
+    if (sameNode(mark.origin, this.deps.self)) return this.releaseMark(mark.to);
+    this.transmit(mark.origin, { t: 'marked', to: mark.to });
   }
 
   /** The old route answered (or is gone, or the wait ended): the held messages go on, in send order. */
@@ -412,6 +435,15 @@ export class Router {
    */
   onPeerLeaving(peer: NodeRef): void {
     const key = nodeKey(peer);
+    // Messages this node sent there may still be relayed onwards (Message Follow): a marker follows them, and new
+    // messages for those objects wait for it, instead of overtaking them on a direct route (item 10).
+    const transport = this.deps.transport();
+    if (transport && !this.parked.has(key)) {
+      for (const [object, last] of [...this.lastSent]) {
+        if (nodeKey(last.to) !== key || this.marking.has(object)) continue;
+        this.startMark(object, peer, (m) => transport.send(peer, m));
+      }
+    }
     this.leaving.add(key);
     const entry = this.parked.get(key);
     if (!entry) return;
@@ -472,7 +504,11 @@ export class Router {
 
   /** A message for a node that is gone or closing: this node's own messages re-resolve their owner, in order. */
   private unreachable(peer: NodeRef, message: RuntimeMessage): void {
-    if (message.t === 'mark') return this.releaseMark((message as unknown as { to: string }).to);
+    if (message.t === 'mark') {
+      const mark = message as unknown as MarkMessage;
+      if (sameNode(mark.origin, this.deps.self)) return this.releaseMark(mark.to);
+      return void this.transmit(mark.origin, { t: 'marked', to: mark.to });
+    }
     const env = (message as { env?: Envelope }).env;
     if ((message.t === 'msg' || message.t === 'bounce') && env) {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, peer);
@@ -686,17 +722,10 @@ export class Router {
         if (entry) entry.via = nodeKey(via.node);
         return;
       }
-      case 'mark': {
-        // Answered after everything that node sent here before it (ordered connection): forwarded or bounced.
-        const to = (message as { to: string }).to;
-        this.transmit(from, { t: 'marked', to });
-        return;
-      }
-      case 'marked': {
-        const mark = this.marking.get((message as { to: string }).to);
-        if (mark && sameNode(mark.peer, from)) this.releaseMark((message as { to: string }).to);
-        return;
-      }
+      case 'mark':
+        return this.onMark(message as MarkMessage);
+      case 'marked':
+        return this.releaseMark((message as { to: string }).to);
       case 'stale': {
         const stale = message as StaleMessage;
         if (this.routes.get(stale.to)?.gen === stale.gen) this.routes.delete(stale.to);

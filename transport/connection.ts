@@ -300,8 +300,9 @@ export class Connection {
       case 'quiesce': {
         if (!this.canExchange) throw new FrameError('quiesce before Ready');
         if (this.peerLeaving) return;
+        // The runtime may still queue last messages here (order markers), then re-routes everything else …
+        this.owner.leaving(this);
         this.peerLeaving = true;
-        this.owner.leaving(this); // the runtime re-routes what it would have sent here …
         if (this.isOpen) this.sendControl({ k: 'quiesced' }); // … and this answer follows our last queued message
         return;
       }
