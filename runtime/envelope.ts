@@ -28,7 +28,11 @@ export interface Envelope {
   readonly hops?: number;
 }
 
-export const MAX_HOPS = 8;
+/**
+ * A loop guard for Message Follow chains and redirects, not the convergence rule: a bounced sender waits for the
+ * owner record by time (restoreValidityMs, §11), and each wait costs no hop.
+ */
+export const MAX_HOPS = 32;
 
 /** Upper bound of an envelope's encoded size (frame splitting of relay batches; no encoding needed). */
 export function envelopeWireBytes(env: Envelope): number {

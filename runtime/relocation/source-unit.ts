@@ -18,6 +18,7 @@ import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject 
 import { describeType } from './compatibility';
 import { relayBatchMessages, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
 import type { UnitEvent } from './events';
+import type { SealGate } from './seal-gate';
 
 export class SourceUnit {
   actor!: Actor<typeof unitSourceMachine>;
@@ -31,6 +32,8 @@ export class SourceUnit {
   private prepareSent = false;
   private captured: WorkItem[] = [];
   private replyTimer: unknown;
+  /** Holds a seal permit (from before the safe point until the cutover submit, a restore or an abandon). */
+  private permit = false;
   s0 = 0;
   s1 = 0;
   state: 'waiting' | 'sealed' | 'crossed' | 'done' = 'waiting';
@@ -39,6 +42,7 @@ export class SourceUnit {
     private readonly coord: RelocationCoordinator,
     readonly plan: UnitPlan,
     readonly target: NodeRef,
+    private readonly gate: SealGate,
   ) {
     this.objects = unitObjects(plan);
     this.keys = new Set(this.objects.map((o) => o.key));
@@ -89,6 +93,24 @@ export class SourceUnit {
   }
 
   awaitSafePoint(): void {
+    // §8 pacing: the unit seals only when the pipeline can carry it at once; it keeps serving while it waits.
+    this.gate.acquire(this.stop.signal).then(
+      () => {
+        this.permit = true;
+        if (this.stop.signal.aborted) return this.releasePermit();
+        this.awaitTurnEnd();
+      },
+      () => undefined, // STOP: the machine is ending (abandon)
+    );
+  }
+
+  private releasePermit(stopMs?: number): void {
+    if (!this.permit) return;
+    this.permit = false;
+    this.gate.release(stopMs);
+  }
+
+  private awaitTurnEnd(): void {
     const root = this.plan.root;
     if (this.plan.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') {
       // §7: the application registers the turn boundary with relocationReady().defer().
@@ -204,6 +226,7 @@ export class SourceUnit {
       host.router.setFollow(o.key, this.target);
       host.objects.forget(o.key);
     }
+    this.releasePermit(this.s1 - this.s0);
     this.coord.onCutOver(this, relay, ok);
     this.event('cutOver', 'S1', this.s1, { submitOk: ok });
     this.actor.send({ type: 'CUTOVER_SUBMITTED', ok });
@@ -220,6 +243,7 @@ export class SourceUnit {
       o.timers.thaw();
     }
     this.lane.unshift([...this.captured, ...held]);
+    this.releasePermit();
     this.event('restored', undefined, this.coord.host.clock.now());
     this.resumeLane();
     this.lease?.release();
@@ -233,6 +257,7 @@ export class SourceUnit {
     this.event('notStarted', undefined, this.coord.host.clock.now());
     this.state = 'done';
     this.lease?.release();
+    this.releasePermit();
     const listeners = this.coord.host.objects.deferListeners;
     listeners.delete(this.plan.root.key);
     this.resumeLane();

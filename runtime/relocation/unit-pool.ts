@@ -11,6 +11,7 @@ import type { SpotDefinition } from '../definitions';
 import { RelocationReason } from '../wire';
 import type { RelocationCoordinator } from './coordinator';
 import type { Inventory, UnitPlan } from './inventory';
+import { SealGate } from './seal-gate';
 import { SourceUnit } from './source-unit';
 
 export class UnitPool {
@@ -18,6 +19,8 @@ export class UnitPool {
   private readonly live = new Set<SourceUnit>();
   /** PerActor shells that cut over: closed with RelocationOut once their member Actors moved (§10.2 step 6). */
   private readonly movedShells: UnitPlan[] = [];
+  /** Bounds the units between seal and cutover submit by their observed stop time (§8 pacing). */
+  readonly sealGate = new SealGate();
 
   constructor(
     private readonly coord: RelocationCoordinator,
@@ -40,7 +43,7 @@ export class UnitPool {
       return;
     }
     for (const plan of plans) {
-      const unit = new SourceUnit(this.coord, plan, target);
+      const unit = new SourceUnit(this.coord, plan, target, this.sealGate);
       const actor = createActor(this.coord.sourceMachine, { inspect: this.coord.host.options.inspect as never, clock: this.coord.host.clock });
       unit.actor = actor;
       this.coord.registerSource(actor, unit);

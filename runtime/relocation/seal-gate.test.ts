@@ -1,0 +1,57 @@
+import { SealGate } from './seal-gate';
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('SealGate', () => {
+  test('admits up to the window and the rest in arrival order as permits come back', async () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 2, minWindow: 1, maxWindow: 8 });
+    const order: number[] = [];
+    const all = [1, 2, 3, 4].map((n) => gate.acquire().then(() => order.push(n)));
+    await flush();
+    expect(order).toEqual([1, 2]);
+    expect(gate.waiting).toBe(2);
+    gate.release(); // a unit that restored: no stop time
+    await flush();
+    expect(order).toEqual([1, 2, 3]);
+    gate.release(5);
+    await Promise.all(all);
+    expect(order).toEqual([1, 2, 3, 4]);
+  });
+
+  test('grows while units stop the source under the target, halves when they do not', () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, maxWindow: 64 });
+    for (let i = 0; i < 8; i++) void gate.acquire();
+    for (let i = 0; i < 2; i++) gate.release(2);
+    expect(gate.size).toBe(10);
+    for (let i = 0; i < 5; i++) gate.release(100);
+    expect(gate.size).toBe(5);
+    // One slow burst decreases once per window of completions, never below the minimum.
+    for (let i = 0; i < 40; i++) {
+      void gate.acquire();
+      gate.release(100);
+    }
+    expect(gate.size).toBe(2);
+  });
+
+  test('a stop time that is the units\' own base latency is not read as queueing', () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, maxWindow: 64 });
+    // Every unit needs ~30 ms of round trips on this link, whatever the window: the window must not collapse.
+    for (let i = 0; i < 40; i++) {
+      void gate.acquire();
+      gate.release(30 + (i % 3));
+    }
+    expect(gate.size).toBeGreaterThanOrEqual(8);
+  });
+
+  test('an aborted wait leaves the queue and rejects with the reason', async () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 1, minWindow: 1, maxWindow: 4 });
+    await gate.acquire();
+    const stop = new AbortController();
+    const waiting = gate.acquire(stop.signal);
+    stop.abort(new Error('deadline'));
+    await expect(waiting).rejects.toThrow('deadline');
+    expect(gate.waiting).toBe(0);
+    gate.release();
+    expect(gate.sealed).toBe(0);
+  });
+});

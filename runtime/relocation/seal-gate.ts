@@ -1,0 +1,109 @@
+/**
+ * Pacing by stop time (§7, §8; DESIGN "Relocation at scale"): a unit seals only when the pipeline can carry it at
+ * once. The payload budget bounds bytes in flight, but small units all fit it at once, and then every unit's
+ * S0→S1 is the whole wave (measured: 1.2–4.5 s at 10k units). So the units between their seal (S0) and their
+ * cutover submit (S1) are also bounded by a window that adapts to the stop time they observe: it grows while
+ * S0→S1 stays under the target and halves (at most once per window's worth of units) when it does not. The target
+ * is never below a few times the shortest S0→S1 seen: a unit's own round trips (payload, intake, relay-ready) set a
+ * floor that a smaller window cannot lower, so shrinking below it would only cost throughput (delay-based, as TCP
+ * Vegas tells queueing from base latency).
+ *
+ * A unit asks for a permit before its safe point, so while it waits its lane keeps processing messages (§7: waiting
+ * happens before the source admission seal) and the wait is excluded from the interruption measurement (§8).
+ */
+export interface SealGateOptions {
+  /** S0→S1 the window aims under. Well below the §8 1 s target, so a slow unit still stays far inside it. */
+  readonly targetStopMs: number;
+  readonly initialWindow: number;
+  readonly minWindow: number;
+  readonly maxWindow: number;
+}
+
+export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs: 25, initialWindow: 16, minWindow: 4, maxWindow: 4096 });
+
+/** How many times the shortest observed S0→S1 (the base latency of one unit) still counts as not queueing. */
+const BASE_LATENCY_FACTOR = 4;
+
+export class SealGate {
+  private window: number;
+  private inFlight = 0;
+  private readonly waiters: { resolve: () => void; reject: (error: Error) => void; signal?: AbortSignal; onAbort?: () => void }[] = [];
+  /** Completions seen since the window last changed (a change waits for a window's worth of evidence). */
+  private seen = 0;
+  private over = false;
+  private minStopMs = Number.POSITIVE_INFINITY;
+
+  constructor(private readonly options: SealGateOptions = SEAL_GATE_DEFAULTS) {
+    this.window = options.initialWindow;
+  }
+
+  get size(): number {
+    return this.window;
+  }
+
+  get sealed(): number {
+    return this.inFlight;
+  }
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /** Resolves when this unit may seal; rejects with the signal's reason if it is aborted first. */
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (this.inFlight < this.window && this.waiters.length === 0) {
+      this.inFlight++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const waiter: (typeof this.waiters)[number] = { resolve, reject, signal };
+      if (signal) {
+        waiter.onAbort = () => {
+          const i = this.waiters.indexOf(waiter);
+          if (i >= 0) this.waiters.splice(i, 1);
+          reject(signal.reason as Error);
+        };
+        signal.addEventListener('abort', waiter.onAbort, { once: true });
+      }
+      this.waiters.push(waiter);
+    });
+  }
+
+  /**
+   * A permit comes back: at the unit's cutover submit with its S0→S1 (`stopMs`), or without one when the unit
+   * restored or never sealed.
+   */
+  release(stopMs?: number): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    if (stopMs !== undefined) this.observe(stopMs);
+    this.admit();
+  }
+
+  private observe(stopMs: number): void {
+    const { targetStopMs, minWindow, maxWindow } = this.options;
+    this.seen++;
+    this.minStopMs = Math.min(this.minStopMs, stopMs);
+    if (stopMs > Math.max(targetStopMs, BASE_LATENCY_FACTOR * this.minStopMs)) this.over = true;
+    if (this.over) {
+      // Multiplicative decrease, once per window of completions: one slow burst must not collapse the window.
+      if (this.seen >= Math.max(1, this.window >> 1)) {
+        this.window = Math.max(minWindow, this.window >> 1);
+        this.seen = 0;
+        this.over = false;
+      }
+    } else if (this.seen >= Math.max(1, this.window >> 2)) {
+      this.window = Math.min(maxWindow, this.window + Math.max(1, this.window >> 2));
+      this.seen = 0;
+    }
+  }
+
+  private admit(): void {
+    while (this.inFlight < this.window && this.waiters.length > 0) {
+      const waiter = this.waiters.shift()!;
+      if (waiter.signal && waiter.onAbort) waiter.signal.removeEventListener('abort', waiter.onAbort);
+      this.inFlight++;
+      waiter.resolve();
+    }
+  }
+}
