@@ -215,6 +215,8 @@ export class Router {
     if (cached && !sameNode(cached.owner, this.deps.self)) {
       if (this.sendTo(cached.owner, env, cached.gen)) return;
       this.routes.delete(env.to);
+      // The message was addressed to the generation this node resolved; a re-created object must not get it (§12).
+      if (env.gen === 0 && cached.gen) env = { ...env, gen: cached.gen };
     }
     this.resolveQueue(env.to, [env]);
   }
