@@ -34,6 +34,7 @@ import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE, type Re
 import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { TargetUnit } from './target-unit';
+import { CasBatcher } from './cas-batcher';
 import { UnitPool } from './unit-pool';
 
 export interface RelocationDiagnostics {
@@ -111,6 +112,8 @@ export class RelocationCoordinator {
   copiesCleaned = 0;
   retransmissionsSent = 0;
   readonly unitEvents = new UnitEvents();
+  /** Target-side owner CASes, coalesced per tick (DESIGN "Relocation at scale"). */
+  readonly casBatcher: CasBatcher;
   /** §8 warnings of the current operation: units whose S0→S1 exceeded the target. */
   private overTarget = { count: 0, maxMs: 0 };
   private lastInventory: RelocationDiagnostics['lastInventory'];
@@ -122,6 +125,7 @@ export class RelocationCoordinator {
   private readonly targetMachine;
 
   constructor(readonly host: Host) {
+    this.casBatcher = new CasBatcher(host.stores.location);
     const timing = host.options.timing;
     this.follows = new ExpiryQueue(host.clock, timing.messageFollowDurationMs, (entry, at) => {
       for (const key of entry.keys) host.router.removeFollow(key);

@@ -202,7 +202,8 @@ export class TargetUnit {
       for (const m of members) m.authorityGeneration += 1; // the flip bumps every member's fencing token once
       return true;
     }
-    const result = await location.cas({ object: rootId, opId, expectedAuthorityGeneration: root.authorityGeneration, owner: host.self });
+    // One coalesced casMany per tick for every unit committing now (per-unit result, per-unit retry).
+    const result = await this.coord.casBatcher.cas({ object: rootId, opId, expectedAuthorityGeneration: root.authorityGeneration, owner: host.self });
     if (result.status !== 'applied') return false;
     root.authorityGeneration = result.record!.authorityGeneration;
     return true;
