@@ -1,7 +1,7 @@
 import { createActor, getNextSnapshot, getInitialSnapshot } from 'xstate';
 import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import { hostLifecycleMachine, type HostLifecycleEvent, type HostLifecycleStateName } from './host-lifecycle.machine';
-import { FrameworkRuntimeState } from '../runtime/wire';
+import { FrameworkRuntimeState } from '../vocabulary';
 
 const STATES: readonly HostLifecycleStateName[] = ['Preparing', 'Serving', 'Relocating', 'Relocated', 'Draining', 'Stopped', 'Error'];
 const EVENTS: readonly HostLifecycleEvent[] = [

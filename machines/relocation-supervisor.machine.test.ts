@@ -8,8 +8,8 @@ import {
   type SupervisorOutput,
   type UnitCounts,
 } from './relocation-supervisor.machine';
-import type { NodeRef } from '../stores/types';
-import { RelocationReason } from '../runtime/wire';
+import type { NodeRef } from '../vocabulary';
+import { RelocationReason } from '../vocabulary';
 
 const DEADLINE_MS = 10_000;
 const TARGET: NodeRef = { nodeId: 'target', lifecycleGeneration: 7 };

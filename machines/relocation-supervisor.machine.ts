@@ -1,6 +1,6 @@
 import { assign, fromCallback, fromPromise, raise, sendTo, setup } from 'xstate';
-import type { NodeRef } from '../stores/types';
-import { RelocationReason } from '../runtime/wire';
+import type { NodeRef } from '../vocabulary';
+import { RelocationReason } from '../vocabulary';
 
 /**
  * One host Relocate operation (§4–§8, §13, §14 race table).

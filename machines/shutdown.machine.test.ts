@@ -1,6 +1,6 @@
 import { createActor, fromPromise, SimulatedClock, toPromise, waitFor } from 'xstate';
 import { shutdownMachine } from './shutdown.machine';
-import { isValidTerminationResult, TerminationOutcome, TerminationReason } from '../runtime/wire';
+import { isValidTerminationResult, TerminationOutcome, TerminationReason } from '../vocabulary';
 
 const STEPS = ['sealAdmission', 'publishDraining', 'drainAcceptedWork', 'closeSpots', 'cleanupResources'] as const;
 type StepName = (typeof STEPS)[number] | 'forceTeardown';

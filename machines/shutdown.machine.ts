@@ -1,6 +1,6 @@
 import { assign, fromPromise, setup } from 'xstate';
-import type { TerminationResult } from '../runtime/types';
-import { TerminationOutcome, TerminationReason } from '../runtime/wire';
+import type { TerminationResult } from '../vocabulary';
+import { TerminationOutcome, TerminationReason } from '../vocabulary';
 
 /**
  * §14 Shutdown, steps 1–6, under one deadline (default 30 s).

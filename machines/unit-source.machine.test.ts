@@ -1,7 +1,7 @@
 import { createActor } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
 import { unitSourceMachine, type UnitSourceEvent, type UnitSourceOutput } from './unit-source.machine';
-import { RelocationReason } from '../runtime/wire';
+import { RelocationReason } from '../vocabulary';
 
 const ACTIONS = ['acquireBudget', 'prepareTarget', 'awaitSafePoint', 'sealAndTransfer', 'relayAndCutover', 'restoreSource', 'abandon'] as const;
 type ActionName = (typeof ACTIONS)[number];

@@ -1,5 +1,5 @@
 import { assign, setup } from 'xstate';
-import { RelocationReason } from '../runtime/wire';
+import { RelocationReason } from '../vocabulary';
 
 /**
  * Source side of one relocation unit (DESIGN.md "Unit handoff (source)", §8, §11, §13).

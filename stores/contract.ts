@@ -4,7 +4,7 @@
  * the injected clock; Redis: a real wait on short leases) and tamper with a staged page (to prove data-lost).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { FrameworkRuntimeState } from '../runtime/wire';
+import { FrameworkRuntimeState } from '../vocabulary';
 import { LeaseHeldError } from './lease-held-error';
 import type { AggregateMember, NodeDescriptor, NodeRef, ObjectId, OwnerRecord, Stores } from './types';
 

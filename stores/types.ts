@@ -7,20 +7,9 @@
  * the provider fences that id and reads back whether the write applied. A method either resolves with a
  * definite outcome or rejects with StoreUnavailableError.
  */
-import type { FrameworkRuntimeState } from '../runtime/wire';
+import type { NodeRef, ObjectId, ObjectKind, NodeDescriptor } from '../vocabulary';
 
-/** A MeshNode process run: RID plus the lifecycle generation of this run. */
-export interface NodeRef {
-  readonly nodeId: string;
-  readonly lifecycleGeneration: number;
-}
-
-/** Location Store key of one object. Spots and Actors share a namespace split by kind. */
-export type ObjectKind = 'actor' | 'spot';
-export interface ObjectId {
-  readonly kind: ObjectKind;
-  readonly id: string;
-}
+export type { NodeRef, ObjectId, ObjectKind, NodeDescriptor, TypeCapability } from '../vocabulary';
 
 export interface OwnerRecord {
   readonly kind: ObjectKind;
@@ -138,32 +127,6 @@ export interface LocationStore {
   commitAggregate(request: AggregateCommitRequest): Promise<AggregateCommitResult>;
   /** Removes staged pages and header (after commit, or when the move is abandoned). Idempotent. */
   discardAggregate(relocationId: string, spot: ObjectId): Promise<void>;
-}
-
-/** What a node offers for one stable type (§5 order 3). */
-export interface TypeCapability {
-  readonly type: string;
-  readonly kind: 'actor' | 'user' | 'instance';
-  readonly policy: 'preserve' | 'recreate' | 'disable';
-  /** Identifies the state adapter; must match between source and target for 'preserve'. */
-  readonly adapter?: string;
-  readonly executionMode?: 'SpotWide' | 'PerActor';
-}
-
-/** Published by every MeshNode under its owner lease. */
-export interface NodeDescriptor {
-  readonly nodeId: string;
-  readonly lifecycleGeneration: number;
-  readonly applicationVersion: number;
-  readonly state: FrameworkRuntimeState;
-  /** Mesh name -> endpoint URL (ws://host:port or memory://...). */
-  readonly endpoints: Readonly<Record<string, string>>;
-  readonly types: readonly TypeCapability[];
-  /** Total object capacity and the number of objects currently owned. */
-  readonly capacity: number;
-  readonly load: number;
-  readonly weight: number;
-  readonly maintenanceWave?: string;
 }
 
 export interface OwnerLease {

@@ -19,7 +19,7 @@ import { abortError, FrameError, PayloadRejectedError, PeerUnavailableError } fr
 import { batchFrameBytes, decodeFrame, encodeBatch, encodeChunk, encodeControl, FrameKind, type ControlFrame } from './frames';
 import type { Link, LinkHandlers } from './link';
 import type { MeshConfig, RuntimeMessage } from './types';
-import type { NodeRef } from '../stores/types';
+import type { NodeRef } from '../vocabulary';
 
 export interface PeerIdentity extends NodeRef {
   readonly applicationVersion: number;

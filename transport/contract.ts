@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { codecTestHooks } from './frames';
 import { PayloadRejectedError, TransportClosedError } from './errors';
-import type { NodeDescriptor, NodeRef } from '../stores/types';
+import type { NodeDescriptor, NodeRef } from '../vocabulary';
 import type { MeshConfig, PeerInfo, RuntimeMessage, Transport, TransportDiagnostics, TransportOptions } from './types';
 
 export interface ContractHarness {

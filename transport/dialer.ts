@@ -3,7 +3,7 @@
  * whether a connection is still wanted (not sealed, not closing, no live connection to that peer yet) and makes it.
  */
 import type { Connection } from './connection';
-import type { NodeRef } from '../stores/types';
+import type { NodeRef } from '../vocabulary';
 
 export interface Backoff {
   readonly reconnectMinMs: number;

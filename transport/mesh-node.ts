@@ -24,7 +24,7 @@ import { Dialer } from './dialer';
 import type { Link, LinkHandlers, LinkProvider } from './link';
 import { compareRefs, PeerTable, sameRef, type PeerRecord } from './peer-table';
 import type { MeshConfig, PeerInfo, RuntimeMessage, TransportHandlers } from './types';
-import type { NodeRef } from '../stores/types';
+import type { NodeRef } from '../vocabulary';
 
 export interface MeshNodeContext {
   readonly self: PeerIdentity;

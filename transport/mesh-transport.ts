@@ -14,9 +14,9 @@ import { PayloadRejectedError, PeerUnavailableError, TransportClosedError } from
 import { batchFrameBytes, encodeMessage } from './frames';
 import type { LinkProvider } from './link';
 import { MeshNode, type DescriptorTarget, type MeshNodeContext } from './mesh-node';
-import type { NodeDescriptor } from '../stores/types';
+import type { NodeDescriptor } from '../vocabulary';
 import type { BudgetLease, PeerInfo, RuntimeMessage, Transport, TransportDiagnostics, TransportOptions } from './types';
-import type { NodeRef } from '../stores/types';
+import type { NodeRef } from '../vocabulary';
 
 function positiveInt(value: number | undefined, fallback: number, name: string): number {
   const v = value ?? fallback;

@@ -12,7 +12,7 @@
  */
 import type { Connection } from './connection';
 import type { PeerInfo, PeerState } from './types';
-import type { NodeRef } from '../stores/types';
+import type { NodeRef } from '../vocabulary';
 
 export interface PeerRecord {
   readonly nodeId: string;

@@ -7,7 +7,7 @@
  * runtime messages are opaque MessagePack-compatible values to it (plain objects, arrays, strings, numbers,
  * booleans, null and Uint8Array bytes, which travel raw).
  */
-import type { NodeDescriptor, NodeRef } from '../stores/types';
+import type { NodeDescriptor, NodeRef } from '../vocabulary';
 
 export type PeerState = 'Connecting' | 'Admitted' | 'Ready' | 'Draining' | 'Lost';
 

@@ -7,7 +7,7 @@
 import { CloseCode } from '../constants';
 import type { Link, LinkHandlers, LinkProvider } from '../link';
 import type { MeshConfig } from '../types';
-import type { NodeRef } from '../../stores/types';
+import type { NodeRef } from '../../vocabulary';
 
 interface Listener {
   readonly maxFrameBytes: number;

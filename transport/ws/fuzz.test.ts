@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { CloseCode } from '../constants';
 import { waitFor } from '../contract';
 import { decodeFrame, encodeBatch, encodeChunk, encodeControl, encodeMessage, FRAME_MAGIC, FRAME_VERSION } from '../frames';
-import type { NodeRef } from '../../stores/types';
+import type { NodeRef } from '../../vocabulary';
 import type { RuntimeMessage, Transport, TransportDiagnostics } from '../types';
 import { createWsTransport } from '.';
 
