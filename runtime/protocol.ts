@@ -9,18 +9,46 @@ const bytes = z.custom<Uint8Array>((v) => v instanceof Uint8Array, 'must be enco
 
 const nodeRef = z.object({ nodeId: z.string().min(1), lifecycleGeneration: z.number().int().nonnegative() });
 
-export const envelopeSchema = z.object({
-  id: z.string().min(1),
-  to: z.string().regex(/^[as]:.+/),
-  gen: z.number().int().nonnegative(),
-  body: bytes,
-  from: nodeRef,
-  req: z.literal(1).optional(),
-  place: z.string().min(1).optional(),
-  hops: z.number().int().nonnegative().optional(),
-  seq: z.number().int().nonnegative().optional(),
-  moved: z.literal(1).optional(),
-});
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+/** `a:<id>` or `s:<id>`. */
+export const isObjectKey = (v: unknown): v is string =>
+  typeof v === 'string' && v.length > 2 && (v.charCodeAt(0) === 97 || v.charCodeAt(0) === 115) && v.charCodeAt(1) === 58;
+const isNodeRef = (v: unknown): boolean => typeof v === 'object' && v !== null && isText((v as { nodeId?: unknown }).nodeId) && isCount((v as { lifecycleGeneration?: unknown }).lifecycleGeneration);
+
+/**
+ * One envelope, checked by hand: it is on the hot path of every application message and relay record (issue
+ * [6/10]: no zod per message). Same rules as a schema would state; unknown fields are ignored.
+ */
+export function isEnvelope(v: unknown): boolean {
+  if (typeof v !== 'object' || v === null) return false;
+  const e = v as Record<string, unknown>;
+  return (
+    isText(e.id) &&
+    isObjectKey(e.to) &&
+    isCount(e.gen) &&
+    e.body instanceof Uint8Array &&
+    isNodeRef(e.from) &&
+    (e.req === undefined || e.req === 1) &&
+    (e.place === undefined || isText(e.place)) &&
+    (e.hops === undefined || isCount(e.hops)) &&
+    (e.seq === undefined || isCount(e.seq)) &&
+    (e.moved === undefined || e.moved === 1)
+  );
+}
+
+export const envelopeSchema = z.custom<{
+  id: string;
+  to: string;
+  gen: number;
+  body: Uint8Array;
+  from: { nodeId: string; lifecycleGeneration: number };
+  req?: 1;
+  place?: string;
+  hops?: number;
+  seq?: number;
+  moved?: 1;
+}>(isEnvelope, 'must be an envelope');
 
 const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });
 /**
@@ -61,7 +89,22 @@ export type ViaMessage = z.infer<typeof via>;
 export type StaleMessage = z.infer<typeof stale>;
 export type MarkMessage = z.infer<typeof mark>;
 
+const REPLY_KINDS = new Set(['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown']);
+
 export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefined {
+  // The two messages every request and send produce are checked by hand (hot path); the rare ones by schema.
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const m = raw as Record<string, unknown>;
+  if (m.t === 'msg') return isEnvelope(m.env) ? (raw as RuntimeMessageParsed) : undefined;
+  if (m.t === 'reply') {
+    const ok =
+      isText(m.id) &&
+      typeof m.ok === 'boolean' &&
+      (m.value === undefined || m.value instanceof Uint8Array) &&
+      (m.error === undefined || typeof m.error === 'string') &&
+      (m.kind === undefined || REPLY_KINDS.has(m.kind as string));
+    return ok ? (raw as RuntimeMessageParsed) : undefined;
+  }
   const parsed = runtimeMessage.safeParse(raw);
   return parsed.success ? parsed.data : undefined;
 }

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import type { RuntimeMessage } from '../../transport/types';
 import { envelopeWireBytes, type Envelope } from '../envelope';
-import { envelopeSchema } from '../protocol';
+import { envelopeSchema, isEnvelope } from '../protocol';
 
 export const RELOCATION_MESSAGE = {
   /** Source → target: register the temporary queue(s) for these objects (before the seal, §8). */
@@ -105,7 +105,30 @@ export function relayBatchMessages(u: string, relay: readonly Envelope[], retran
 const relocationMessage = z.discriminatedUnion('t', [prepareSchema, preparedSchema, failSchema, readySchema, relayPartSchema, cutoverSchema, abortSchema]);
 export type RelocationMessage = z.infer<typeof relocationMessage>;
 
+const isUnitId = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+
+/**
+ * One per unit and step: the per-unit replies and the relay/cutover frames are checked by hand (issue [6/10]: no
+ * zod on the hot path); `r.prepare` (capabilities) and the rare ones go through their schemas.
+ */
 export function parseRelocationMessage(raw: unknown): RelocationMessage | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const m = raw as Record<string, unknown>;
+  switch (m.t) {
+    case RELOCATION_MESSAGE.prepared:
+    case RELOCATION_MESSAGE.ready:
+    case RELOCATION_MESSAGE.abort:
+      return isUnitId(m.u) ? (raw as RelocationMessage) : undefined;
+    case RELOCATION_MESSAGE.cutover:
+    case RELOCATION_MESSAGE.relayPart:
+      return isUnitId(m.u) &&
+        Array.isArray(m.relay) &&
+        m.relay.every(isEnvelope) &&
+        (m.first === undefined || typeof m.first === 'boolean') &&
+        (m.retransmit === undefined || typeof m.retransmit === 'boolean')
+        ? (raw as RelocationMessage)
+        : undefined;
+  }
   const parsed = relocationMessage.safeParse(raw);
   return parsed.success ? parsed.data : undefined;
 }
