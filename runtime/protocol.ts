@@ -96,6 +96,8 @@ export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefi
   if (typeof raw !== 'object' || raw === null) return undefined;
   const m = raw as Record<string, unknown>;
   if (m.t === 'msg') return isEnvelope(m.env) ? (raw as RuntimeMessageParsed) : undefined;
+  // Relocation protocol messages are validated by runtime/relocation/protocol.ts, once.
+  if (typeof m.t === 'string' && m.t.startsWith('r.')) return raw as RuntimeMessageParsed;
   if (m.t === 'reply') {
     const ok =
       isText(m.id) &&
