@@ -3,11 +3,11 @@
  * wrappers at the store and transport boundaries. A wrapper never drops or alters a value: it only delays a
  * store answer or cuts a connection the way a network fault would (Transport.disconnect).
  */
-import { createTransport } from '../../transport';
-import type { RuntimeMessage, Transport, TransportFactory } from '../../transport/types';
-import { createRuntime, type FrameworkRuntime, type RuntimeOptions, type Stores } from '../../runtime';
-import type { LocationStore, NodeDescriptor, NodeRef } from '../../stores/types';
-import { FAST_TIMING, type Stack } from '../support/stack';
+import { createTransport } from '../../../transport';
+import type { RuntimeMessage, Transport, TransportFactory } from '../../../transport/types';
+import { createRuntime, type FrameworkRuntime, type RuntimeOptions, type Stores } from '../../../runtime';
+import type { LocationStore, NodeDescriptor, NodeRef } from '../../../stores/types';
+import { FAST_TIMING, type Stack } from '../../support/stack';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export const tick = () => new Promise<void>((r) => setImmediate(r));
