@@ -1,0 +1,90 @@
+import fc from 'fast-check';
+import { decodeParcel, encodeParcel, isParcel, MAX_PARCEL_UNITS, ParcelError } from './parcel';
+
+const unitArb = fc.record({ unit: fc.string({ minLength: 1, maxLength: 60 }), payload: fc.uint8Array({ maxLength: 300 }) });
+const unitsArb = fc.uniqueArray(unitArb, { minLength: 1, maxLength: 12, selector: (u) => u.unit });
+
+describe('parcel codec', () => {
+  test('round-trips any set of units byte-exact, in order', () => {
+    fc.assert(
+      fc.property(unitsArb, (units) => {
+        const decoded = decodeParcel(encodeParcel(units));
+        expect(decoded.map((d) => d.unit)).toEqual(units.map((u) => u.unit));
+        decoded.forEach((d, i) => {
+          expect(d.ok).toBe(true);
+          if (d.ok) expect(Buffer.compare(d.payload, Buffer.from(units[i]!.payload))).toBe(0);
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test('a unit whose bytes changed fails alone; its neighbours still decode', () => {
+    const parcel = encodeParcel([
+      { unit: 'u1', payload: Buffer.from('first') },
+      { unit: 'u2', payload: Buffer.from('second') },
+      { unit: 'u3', payload: Buffer.from('third') },
+    ]);
+    const at = parcel.indexOf(Buffer.from('second'));
+    parcel[at] ^= 0xff;
+    const decoded = decodeParcel(parcel);
+    expect(decoded.map((d) => [d.unit, d.ok])).toEqual([
+      ['u1', true],
+      ['u2', false],
+      ['u3', true],
+    ]);
+  });
+
+  test('refuses what is not a parcel of this version, with a ParcelError', () => {
+    const good = encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]);
+    const cases: Buffer[] = [
+      Buffer.alloc(0),
+      Buffer.from([0x50, 1, 0, 0]),
+      Buffer.concat([Buffer.from([0x51]), good.subarray(1)]),
+      Buffer.concat([Buffer.from([0x50, 2]), good.subarray(2)]),
+      Buffer.concat([good, Buffer.from([0])]), // trailing byte
+      good.subarray(0, good.length - 1), // truncated payload
+      Buffer.from([0x50, 1, 0, 0, 0, 0]), // zero units
+      (() => {
+        const b = Buffer.from(good);
+        b.writeUInt32BE(MAX_PARCEL_UNITS + 1, 2);
+        return b;
+      })(),
+      encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }, { unit: 'u2', payload: Buffer.from('y') }]).subarray(0, 20),
+    ];
+    for (const bytes of cases) expect(() => decodeParcel(bytes)).toThrow(ParcelError);
+    // The same unit twice is refused whole.
+    const twice = Buffer.concat([encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]).subarray(0, 6), encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]).subarray(6), encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]).subarray(6)]);
+    twice.writeUInt32BE(2, 2);
+    expect(() => decodeParcel(twice)).toThrow('appears twice');
+    expect(isParcel(good)).toBe(true);
+    expect(isParcel(Buffer.from('{"v":2}'))).toBe(false);
+  });
+
+  test('fuzz: any truncation or byte flip either decodes into per-unit results or throws ParcelError, never anything else', () => {
+    fc.assert(
+      fc.property(unitsArb, fc.nat(), fc.nat(), fc.integer({ min: 1, max: 255 }), (units, cut, pos, flip) => {
+        const parcel = encodeParcel(units);
+        const variants = [parcel.subarray(0, cut % (parcel.length + 1)), (() => {
+          const b = Buffer.from(parcel);
+          b[pos % b.length] ^= flip;
+          return b;
+        })()];
+        for (const bytes of variants) {
+          try {
+            const decoded = decodeParcel(bytes);
+            expect(decoded.length).toBeGreaterThan(0);
+          } catch (error) {
+            expect(error).toBeInstanceOf(ParcelError);
+          }
+        }
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  test('encodeParcel refuses an empty parcel and an id that does not fit', () => {
+    expect(() => encodeParcel([])).toThrow(RangeError);
+    expect(() => encodeParcel([{ unit: 'x'.repeat(256), payload: Buffer.alloc(0) }])).toThrow(RangeError);
+  });
+});

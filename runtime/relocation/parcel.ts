@@ -1,0 +1,108 @@
+/**
+ * Parcels (issue [6/10], DESIGN "Relocation at scale"): the payloads of the units that seal in the same tick for
+ * the same target travel as one transport payload instead of one each. Per-unit semantics do not change: every
+ * unit keeps its own bytes and its own sha256, so a corrupt unit fails alone (§13: the target answers that unit
+ * with an explicit failure before relay-ready and the source restores it), while the others restore.
+ *
+ * Binary layout (big-endian), never JSON or base64 — state bytes stay bytes:
+ *
+ *   u8 magic 0x50 ('P') | u8 version (1) | u32 unitCount (1..MAX_PARCEL_UNITS)
+ *   per unit: u8 idLength (1..255) | id (UTF-8) | 32 bytes sha256 of (id, payload) | u32 length | payload
+ *
+ * The decoder is strict: a wrong magic or version, a count out of range, a truncated or overlong field, a bad
+ * UTF-8 id, a duplicate unit id or trailing bytes is a ParcelError for the whole parcel (nothing is restored from
+ * it); a unit whose bytes do not match its own checksum is reported as that unit's failure only.
+ */
+import { createHash } from 'node:crypto';
+
+export const PARCEL_MAGIC = 0x50;
+export const PARCEL_VERSION = 1;
+/** Units per parcel: bounded so one bad parcel cannot claim unbounded per-unit work. */
+export const MAX_PARCEL_UNITS = 65_536;
+const SHA256_BYTES = 32;
+const HEADER_BYTES = 6;
+
+export class ParcelError extends Error {
+  override readonly name = 'ParcelError';
+}
+
+export interface ParcelUnit {
+  readonly unit: string;
+  readonly payload: Uint8Array;
+}
+
+export type DecodedUnit = { readonly unit: string; readonly ok: true; readonly payload: Buffer } | { readonly unit: string; readonly ok: false; readonly error: string };
+
+/** The unit's own checksum covers its id too, so bytes cannot be restored under another unit's name. */
+const unitChecksum = (id: Uint8Array, payload: Uint8Array): Buffer => createHash('sha256').update(id).update(payload).digest();
+
+export function encodeParcel(units: readonly ParcelUnit[]): Buffer {
+  if (units.length < 1 || units.length > MAX_PARCEL_UNITS) throw new RangeError(`a parcel holds 1..${MAX_PARCEL_UNITS} units, got ${units.length}`);
+  const ids = units.map((u) => Buffer.from(u.unit, 'utf8'));
+  let size = HEADER_BYTES;
+  for (let i = 0; i < units.length; i++) {
+    const id = ids[i]!;
+    if (id.length < 1 || id.length > 255) throw new RangeError(`unit id must be 1..255 UTF-8 bytes: ${units[i]!.unit}`);
+    if (units[i]!.payload.length > 0xffffffff) throw new RangeError(`unit ${units[i]!.unit} payload exceeds 4 GiB`);
+    size += 1 + id.length + SHA256_BYTES + 4 + units[i]!.payload.length;
+  }
+  const buf = Buffer.allocUnsafe(size);
+  buf[0] = PARCEL_MAGIC;
+  buf[1] = PARCEL_VERSION;
+  buf.writeUInt32BE(units.length, 2);
+  let o = HEADER_BYTES;
+  for (let i = 0; i < units.length; i++) {
+    const id = ids[i]!;
+    const payload = units[i]!.payload;
+    buf[o++] = id.length;
+    id.copy(buf, o);
+    o += id.length;
+    unitChecksum(id, payload).copy(buf, o);
+    o += SHA256_BYTES;
+    buf.writeUInt32BE(payload.length, o);
+    o += 4;
+    buf.set(payload, o);
+    o += payload.length;
+  }
+  return buf;
+}
+
+/** Whether `bytes` starts like a parcel (a target may receive parcels and older single-unit payloads). */
+export function isParcel(bytes: Uint8Array): boolean {
+  return bytes.length >= HEADER_BYTES && bytes[0] === PARCEL_MAGIC && bytes[1] === PARCEL_VERSION;
+}
+
+export function decodeParcel(bytes: Buffer): DecodedUnit[] {
+  if (bytes.length < HEADER_BYTES) throw new ParcelError('parcel shorter than its header');
+  if (bytes[0] !== PARCEL_MAGIC) throw new ParcelError('bad parcel magic');
+  if (bytes[1] !== PARCEL_VERSION) throw new ParcelError(`unsupported parcel version ${bytes[1]}`);
+  const count = bytes.readUInt32BE(2);
+  if (count < 1 || count > MAX_PARCEL_UNITS) throw new ParcelError(`parcel unit count ${count} out of range`);
+  const out: DecodedUnit[] = [];
+  const seen = new Set<string>();
+  let o = HEADER_BYTES;
+  for (let i = 0; i < count; i++) {
+    if (o + 1 > bytes.length) throw new ParcelError(`parcel truncated at unit ${i}`);
+    const idLength = bytes[o++]!;
+    if (idLength < 1) throw new ParcelError(`unit ${i}: empty id`);
+    if (o + idLength + SHA256_BYTES + 4 > bytes.length) throw new ParcelError(`parcel truncated at unit ${i}`);
+    const idBytes = bytes.subarray(o, o + idLength);
+    const unit = idBytes.toString('utf8');
+    if (!Buffer.from(unit, 'utf8').equals(idBytes)) throw new ParcelError(`unit ${i}: id is not UTF-8`);
+    if (seen.has(unit)) throw new ParcelError(`unit ${unit} appears twice`);
+    seen.add(unit);
+    o += idLength;
+    const checksum = bytes.subarray(o, o + SHA256_BYTES);
+    o += SHA256_BYTES;
+    const length = bytes.readUInt32BE(o);
+    o += 4;
+    if (o + length > bytes.length) throw new ParcelError(`unit ${unit}: payload truncated`);
+    const payload = bytes.subarray(o, o + length);
+    o += length;
+    // §13: a unit whose bytes differ from its checksum is never restored from; only that unit fails.
+    if (unitChecksum(idBytes, payload).equals(checksum)) out.push({ unit, ok: true, payload });
+    else out.push({ unit, ok: false, error: `unit ${unit}: checksum mismatch` });
+  }
+  if (o !== bytes.length) throw new ParcelError(`${bytes.length - o} trailing bytes after the last unit`);
+  return out;
+}
