@@ -16,7 +16,9 @@ import {
   memoryStores,
   redisStores,
   RelocationMode,
+  RelocationOutcome,
   UNIT_CHANGED,
+  type LogFn,
   type FrameworkRuntime,
   type Stores,
   type UnitEvent,
@@ -72,6 +74,15 @@ export class BenchNode {
   private readonly naive = new Map<number, NaiveActor>();
   private readonly naiveActive = new Set<number>();
 
+  /** The runtime's warnings: the first few printed, all counted (a struggling run logs one line per unit). */
+  private readonly logged = { warn: 0, error: 0 };
+  private readonly log: LogFn = (level, message, error) => {
+    this.logged[level]++;
+    if (this.logged.warn + this.logged.error <= 8)
+      (level === 'error' ? console.error : console.warn)(`[zlink ${this.config.role}] ${message}`, ...(error === undefined ? [] : [error]));
+    else if (this.logged.warn + this.logged.error === 9) console.warn(`[zlink ${this.config.role}] … further runtime warnings/errors are only counted`);
+  };
+
   constructor(
     private readonly config: NodeConfig,
     /** Memory stack: the one store instance every host of the process shares. */
@@ -124,6 +135,7 @@ export class BenchNode {
       meshes: stack === 'redis' ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }],
       types: [Entry],
       capacity: Math.max(100_000, n + 1000),
+      log: this.log,
     });
     this.host.on(UNIT_CHANGED, (e: UnitEvent) => this.onUnit(e));
     return { nodeId: this.host.nodeId, lifecycleGeneration: this.host.lifecycleGeneration };
@@ -167,7 +179,9 @@ export class BenchNode {
     const relocatedMs = performance.now() - t0;
     let pending = Array.from({ length: this.config.n }, (_, i) => i);
     let polls = 0;
-    while (pending.length > 0 && performance.now() - t0 < 600_000) {
+    // Relocated: poll until every record names the target (at most 120 s more); Blocked: one pass, to count them.
+    const pollUntil = performance.now() + 120_000;
+    while (pending.length > 0 && (polls === 0 || (result.outcome === RelocationOutcome.Relocated && performance.now() < pollUntil))) {
       const still: number[] = [];
       for (let k = 0; k < pending.length; k += 1000) {
         const chunk = pending.slice(k, k + 1000);
@@ -178,7 +192,7 @@ export class BenchNode {
       polls++;
       if (pending.length > 0) await new Promise((r) => setTimeout(r, 10));
     }
-    const ownedMs = performance.now() - t0;
+    const ownedMs = pending.length === 0 ? performance.now() - t0 : NaN;
     const d = host.diagnostics({ limit: 5 });
     return { outcome: result.outcome, reason: result.reason, relocatedMs, ownedMs, notOwned: pending.length, polls, selectedTarget: d.operation?.target?.nodeId };
   }
@@ -212,6 +226,7 @@ export class BenchNode {
       discarded: this.discarded,
       cutoverTimeoutCounter: this.metricCounter ? await this.metricCounter('zlink.relocation.cutover_timeout') : NaN,
       undeliverableCounter: this.metricCounter ? await this.metricCounter('zlink.runtime.message.undeliverable') : NaN,
+      runtimeLog: { ...this.logged },
       diagnostics: this.host?.diagnostics({ limit: 5 }),
     };
   }
