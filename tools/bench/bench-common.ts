@@ -85,18 +85,24 @@ export async function pool(count: number, limit: number, task: (index: number) =
 }
 
 /** What a sender expected per receiver vs what the receiver saw, one sender, sequence numbers increasing. */
-export function compareSeen(expected: Map<number, number[]>, seen: Map<number, readonly number[]>): { lost: number; duplicated: number; reordered: number } {
+export function compareSeen(
+  expected: Map<number, number[]>,
+  seen: Map<number, readonly number[]>,
+): { lost: number; duplicated: number; reordered: number; samples: { actor: number; sent: number[]; seen: number[] }[] } {
   let lost = 0;
   let duplicated = 0;
   let reordered = 0;
+  const samples: { actor: number; sent: number[]; seen: number[] }[] = [];
   for (const [a, sent] of expected) {
     const got = seen.get(a) ?? [];
     const counts = new Map<number, number>();
     for (const q of got) counts.set(q, (counts.get(q) ?? 0) + 1);
     for (const q of sent) if (!counts.has(q)) lost++;
     for (const c of counts.values()) if (c > 1) duplicated += c - 1;
+    const before = lost + duplicated + reordered;
     for (let k = 1; k < got.length; k++) if (got[k]! < got[k - 1]!) reordered++;
+    if (lost + duplicated + reordered > before && samples.length < 5) samples.push({ actor: a, sent: sent.slice(0, 20), seen: got.slice(0, 20) });
   }
   for (const [a, got] of seen) if (!expected.has(a) && got.length > 0) duplicated += got.length; // never sent there
-  return { lost, duplicated, reordered };
+  return { lost, duplicated, reordered, samples };
 }

@@ -356,6 +356,7 @@ async function main(): Promise<void> {
             targetPeakMB: round(ts.rssPeakMB),
             oneProcess: stack === 'memory',
           },
+          anomalies: zlinkDelivery.samples,
           traffic: { sent: zt.sent(), actorsAddressed: zt.expected.size, sendErrors, reportErrors, undeliverableCounter: shared ? ts.undeliverableCounter : trafficUndeliverable },
         },
         naive: {
