@@ -324,9 +324,11 @@ async function main(): Promise<void> {
       casAfterS1P99Ms: pct(casAfterS1, 99),
       details: {
         clocks:
-          'floor CAS: target process performance.now(); floor ws: source process performance.now(); zlink totals: source performance.now(); ' +
-          'S0→S1: source Date.now() (runtime clock); S2→S3: target Date.now(); casAfterS1 = target S2 − source S1 per unit, two processes ' +
-          'reading one machine’s wall clock (benchmark correlation, not a §8 metric); naive total: orchestrator performance.now(); ' +
+          (stack === 'memory' ? 'one process holds every host, so every clock below is that process’s; ' : '') +
+          'floor CAS: target host performance.now(); floor ws: source host performance.now(); zlink totals: source performance.now(); ' +
+          'S0→S1: source Date.now() (runtime clock); S2→S3: target Date.now(); casAfterS1 = target S2 − source S1 per unit, ' +
+          (stack === 'memory' ? 'one process’s wall clock' : 'two processes reading one machine’s wall clock') +
+          ' (benchmark correlation, not a §8 metric); naive total: orchestrator performance.now(); ' +
           'naive unavailability = target activation Date.now() − source snapshot Date.now() (same machine).',
         machine: { cpus: cpus().length, loadAvg1mAtStart: round(loadStart, 2), loadAvg1mAtEnd: round(loadavg()[0]!, 2) },
         createMs: round(createMs),
