@@ -1,0 +1,108 @@
+/**
+ * Shared pieces of `npm run bench` (tools/bench/bench.ts): the Entry Actor of the workload, the IPC shapes between
+ * the orchestrator and a bench host, the metrics reader and small statistics helpers.
+ */
+import { metrics } from '@opentelemetry/api';
+import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
+import { defineActor, preserveState } from '../../runtime';
+
+/** Padding that makes the captured state of a fresh Entry Actor 1 KiB (JSON `{"pad":"…","seen":[]}`). */
+export const PAD = 'x'.repeat(1024 - JSON.stringify({ pad: '', seen: [] }).length);
+
+export interface EntryState {
+  pad: string;
+  /** Traffic sequence numbers in the order this Actor received them (one sender, so they should increase). */
+  seen: number[];
+}
+
+/** A traffic message: `q` is the sender's sequence number. A request `{ op: 'report' }` returns `seen`. */
+export type EntryMessage = { op: 't'; q: number } | { op: 'report' };
+
+export const Entry = defineActor<EntryState>({
+  type: 'BenchEntry',
+  relocation: preserveState({
+    capture: (s) => Buffer.from(JSON.stringify(s)),
+    restore: (b) => JSON.parse(b.toString()) as EntryState,
+  }),
+  create: () => ({ pad: PAD, seen: [] }),
+  receive: (state, m: EntryMessage) => {
+    if (m.op === 't') state.seen.push(m.q);
+    else if (m.op === 'report') return state.seen;
+    return undefined;
+  },
+});
+
+export const STATE_BYTES = Buffer.byteLength(JSON.stringify({ pad: PAD, seen: [] }));
+export const actorId = (i: number): string => `e-${i}`;
+
+/** Orchestrator → host and host → orchestrator messages (IPC in the redis stack, direct calls in the memory stack). */
+export interface Call {
+  readonly id: number;
+  readonly cmd: string;
+  readonly args: Record<string, unknown>;
+}
+export type Reply = { readonly id: number; readonly ok: true; readonly value: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
+
+class PullReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected async onShutdown(): Promise<void> {}
+  protected async onForceFlush(): Promise<void> {}
+}
+
+/** Installs an OpenTelemetry SDK MeterProvider (in-memory pull reader) as this process's global provider. */
+export function installMetrics(): { counter(name: string): Promise<number> } {
+  const reader = new PullReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  if (!metrics.setGlobalMeterProvider(provider)) throw new Error('bench: a global MeterProvider is already installed');
+  return {
+    async counter(name) {
+      const { resourceMetrics } = await reader.collect();
+      let total = 0;
+      for (const scope of resourceMetrics.scopeMetrics)
+        for (const metric of scope.metrics)
+          if (metric.descriptor.name === name) for (const p of metric.dataPoints as DataPoint<number>[]) total += p.value;
+      return total;
+    },
+  };
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export const pct = (sorted: readonly number[], p: number): number =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+export const sortNum = (xs: number[]): number[] => xs.sort((a, b) => a - b);
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `count` tasks with at most `limit` in flight. */
+export async function pool(count: number, limit: number, task: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, count) }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+}
+
+/** What a sender expected per receiver vs what the receiver saw, one sender, sequence numbers increasing. */
+export function compareSeen(
+  expected: Map<number, number[]>,
+  seen: Map<number, readonly number[]>,
+): { lost: number; duplicated: number; reordered: number; samples: { actor: number; sent: number[]; seen: number[] }[] } {
+  let lost = 0;
+  let duplicated = 0;
+  let reordered = 0;
+  const samples: { actor: number; sent: number[]; seen: number[] }[] = [];
+  for (const [a, sent] of expected) {
+    const got = seen.get(a) ?? [];
+    const counts = new Map<number, number>();
+    for (const q of got) counts.set(q, (counts.get(q) ?? 0) + 1);
+    for (const q of sent) if (!counts.has(q)) lost++;
+    for (const c of counts.values()) if (c > 1) duplicated += c - 1;
+    const before = lost + duplicated + reordered;
+    for (let k = 1; k < got.length; k++) if (got[k]! < got[k - 1]!) reordered++;
+    if (lost + duplicated + reordered > before && samples.length < 5) samples.push({ actor: a, sent: sent.slice(0, 20), seen: got.slice(0, 20) });
+  }
+  for (const [a, got] of seen) if (!expected.has(a) && got.length > 0) duplicated += got.length; // never sent there
+  return { lost, duplicated, reordered, samples };
+}
