@@ -3,7 +3,7 @@
  * children of the invoked pool actor, never in the supervisor's snapshot; at most 4 transitions each on the hot
  * path; one FOLLOW_EXPIRED each from the shared Message Follow timer (S4), or ROUTE_CUT when Shutdown comes first (§14).
  */
-import type { AnyActorRef, InspectionEvent } from 'xstate';
+import type { AnyActor, InspectionEvent } from 'xstate';
 import { RelocationMode, RelocationOutcome, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '..';
 import { eventually, FAST_TIMING, makeStack, type Stack } from '../../spec-tests/support/stack';
 import { ALL_TYPES } from '../../spec-tests/support/workload';
@@ -11,21 +11,21 @@ import { ALL_TYPES } from '../../spec-tests/support/workload';
 const UNITS = 40;
 
 interface Seen {
-  units: Map<AnyActorRef, { transitions: number; states: string[] }>;
+  units: Map<AnyActor, { transitions: number; states: string[] }>;
   supervisorChildren: number[];
 }
 
 function inspector(): { seen: Seen; inspect: (e: InspectionEvent) => void } {
   const seen: Seen = { units: new Map(), supervisorChildren: [] };
-  const machineId = (ref: AnyActorRef) => (ref.logic as { id?: string }).id;
+  const machineId = (ref: unknown) => ((ref as AnyActor).logic as { id?: string }).id;
   return {
     seen,
     inspect: (e) => {
-      if (e.type === '@xstate.actor' && machineId(e.actorRef) === 'unitSource') seen.units.set(e.actorRef, { transitions: 0, states: [] });
+      if (e.type === '@xstate.actor' && machineId(e.actorRef) === 'unitSource') seen.units.set(e.actorRef as AnyActor, { transitions: 0, states: [] });
       if (e.type !== '@xstate.snapshot') return;
       const snapshot = e.snapshot as { value?: unknown; children?: Record<string, unknown> };
       if (machineId(e.actorRef) === 'relocationSupervisor') seen.supervisorChildren.push(Object.keys(snapshot.children ?? {}).length);
-      const unit = seen.units.get(e.actorRef);
+      const unit = seen.units.get(e.actorRef as AnyActor);
       if (!unit) return;
       unit.states.push(String(snapshot.value));
       if (e.event.type !== 'xstate.init') unit.transitions++;
@@ -61,9 +61,9 @@ describe('source unit actors (memory+in-process)', () => {
     await relocate(source);
     expect(seen.units.size).toBe(UNITS);
     for (const ref of seen.units.keys()) {
-      const pool = ref._parent!;
+      const pool = ref._parent as AnyActor;
       expect(pool.id).toBe('pool');
-      expect((pool._parent!.logic as { id?: string }).id).toBe('relocationSupervisor');
+      expect(machineId(pool._parent)).toBe('relocationSupervisor');
     }
     // The supervisor's snapshot never carries the units (O(1) children, DESIGN.md measured traps).
     expect(Math.max(...seen.supervisorChildren)).toBeLessThanOrEqual(1);
