@@ -15,9 +15,10 @@ interface Seen {
   supervisorChildren: number[];
 }
 
+const machineId = (ref: unknown) => ((ref as AnyActor).logic as { id?: string }).id;
+
 function inspector(): { seen: Seen; inspect: (e: InspectionEvent) => void } {
   const seen: Seen = { units: new Map(), supervisorChildren: [] };
-  const machineId = (ref: unknown) => ((ref as AnyActor).logic as { id?: string }).id;
   return {
     seen,
     inspect: (e) => {
