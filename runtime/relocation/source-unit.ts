@@ -245,8 +245,6 @@ export class SourceUnit {
     this.coord.host.clock.clearTimeout(this.replyTimer);
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
     const relay = this.hold.map(movedEnvelope);
-    this.hold.length = 0;
-    this.captured = [];
     const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
     this.s1 = host.clock.now(); // S1: terminal of the one-way cutover submit
     for (const o of this.objects) {
@@ -255,6 +253,9 @@ export class SourceUnit {
       host.router.setFollow(o.key, this.target);
       host.objects.forget(o.key);
     }
+    // The relay copy is what the retransmission window keeps (§13); the hold and the captured queue are done with.
+    this.hold.length = 0;
+    this.captured = [];
     this.releasePermit(this.s1 - this.s0);
     this.coord.onCutOver(this, relay, ok);
     // The submit result stays here (unit event, retransmission copy): either way the unit never goes back (§13).
