@@ -7,6 +7,10 @@
  * - target per unit: one unit-target machine per unit (RESTORED, CUTOVER, COMMITTED).
  * - target per parcel of P: one unit-target machine per P units that reach their steps together; the per-unit
  *   milestones are a loop over a plain array in the driver (what a parcel driver would do).
+ *
+ * Measured on the 2-core box (20k units, median of 5, other work running): source 30–39 µs/unit to S4 (the
+ * previous 5-transition machine, root actors: ~40 µs/unit to S1 only); target per unit 45–72 µs/unit, of which
+ * ~12 µs are its two `after` timers; target per parcel 3 µs/unit (64) and 1 µs/unit (256).
  */
 import { parseArgs } from 'node:util';
 import { createActor, fromCallback, type AnyActorRef } from 'xstate';
