@@ -15,7 +15,8 @@ import { RelocationReason } from '../vocabulary';
  * preflight found none, the target search (§5.1) runs then, with admission already closed.
  *
  * The machine holds no unit collections: the invoked `unitPool` owns the unit actors (DESIGN.md measured traps)
- * and answers one BATCH_DONE per batch, so the work per supervisor event does not grow with the unit count.
+ * and answers one BATCH_DONE per batch, so the work per supervisor event does not grow with the unit count. A unit
+ * counts for its batch at S1 (its cutover submit terminal, §13), not when its Message Follow ends (S4).
  * Deadline and Shutdown arrive as events and are handled by the state that is current when they arrive.
  */
 export type PreflightOutput =
@@ -212,7 +213,8 @@ export const relocationSupervisorMachine = setup({
       },
       initial: 'deciding',
       // §8 / §14: the call ends now; leaving this state stops the pool from starting units, and units already
-      // started go on to a safe terminal state in the pool (they are not children of this machine).
+      // started go on to a safe terminal state (they are children of the pool actor, created with `parent`, so they
+      // are never in this machine's snapshot and stopping the pool does not stop them).
       on: {
         DEADLINE_REACHED: { target: 'blocked', actions: { type: 'blockOnce', params: { reason: RelocationReason.DeadlineExceeded } } },
         SHUTDOWN_REQUESTED: { target: 'blocked', actions: { type: 'blockOnce', params: { reason: RelocationReason.ShutdownRequested } } },

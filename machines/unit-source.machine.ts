@@ -1,110 +1,95 @@
-import { assign, setup } from 'xstate';
+import { setup } from 'xstate';
 import { RelocationReason } from '../vocabulary';
 
 /**
- * Source side of one relocation unit (DESIGN.md "Unit handoff (source)", §8, §11, §13).
+ * Source side of one relocation unit (DESIGN.md "Unit handoff (source)", "Relocation at scale"; §7, §8, §11, §13, §14).
  *
- *   budget ─► preparing ─► safePoint ─► sealed (S0: capture, chunks) ─► crossed ─► cutOver (S1, final)
- *      │          │            │            ├─ explicit failure before relay-ready ─► restoring ─► restored (final)
- *      └──────────┴────────────┴─ STOP ─► notStarted (final; nothing was sealed)
+ *   waiting ─SAFE_POINT─► sealed (S0) ─RELAY_READY | REPLY_INDETERMINATE─► following (S1) ─FOLLOW_EXPIRED─► followEnded (S4, final)
+ *      │                     │                                                   └─ROUTE_CUT (§14 Shutdown)─► routeCut (final)
+ *      │                     └─ FAILED (explicit, before relay-ready) ─► restored (final; restoreSource)
+ *      └─ STOP | FAILED ─► notStarted (final; abandon: nothing was sealed)
  *
- * One event per protocol milestone, delivered by the runtime's driver as I/O completes (no promise actor per
- * step: DESIGN.md measured traps). Message Follow and the retransmission window are shared timers in the
- * runtime, not per-unit states. §13: a unit that crossed relay-ready never goes back to `restoring`.
+ * Hot path: three transitions (SAFE_POINT, RELAY_READY, FOLLOW_EXPIRED) after the initial one (DESIGN.md measured
+ * traps: each transition costs). `waiting` is one state for the steps before the seal (§7: payload budget, the target's
+ * temporary queue, a seal permit, the end of the current turn or the application's safe point): the driver sequences
+ * that I/O and sends SAFE_POINT once, and STOP (§8 deadline, shutdown) is honoured for all of it alike.
+ * `following` is entered by the ordered relay + one-way cutover submit (its entry action, synchronous): entering it is
+ * the S1 terminal, which is when the pool counts the unit as detached (§13: Relocated at the submit, not S4). The unit
+ * then stays there until the coordinator's shared Message Follow expiry timer sends FOLLOW_EXPIRED (S4, §8) — no
+ * per-unit `after` — or Shutdown cuts the route (§14). §13: a unit that crossed relay-ready never goes back to restoring.
+ *
+ * No context and no `assign`: per-unit data (lease, captured queue, S0/S1, submit result) stays in the driver; the only
+ * event datum the machine reports, a failure reason, becomes the output of the final state it led to.
  */
 export type UnitSourceEvent =
-  | { type: 'BUDGET_ACQUIRED' }
-  | { type: 'PREPARED' } // target registered its temporary queue
-  | { type: 'SAFE_POINT' } // current turn (and ApplicationSignaled safe point) ended
+  | { type: 'SAFE_POINT' } // budget, temporary queue, seal permit and safe point all reached: seal now
   | { type: 'RELAY_READY' } // target restored and replied relay-ready: the boundary
-  | { type: 'REPLY_INDETERMINATE' } // no reply in time: the target may be in its cutover-wait fallback
+  | { type: 'REPLY_INDETERMINATE' } // no reply in time: the target may be in its cutover-wait fallback (§8)
   | { type: 'FAILED'; reason: RelocationReason } // explicit failure before relay-ready
-  | { type: 'CUTOVER_SUBMITTED'; ok: boolean } // terminal of the one-way cutover submit (S1)
-  | { type: 'STOP' }; // deadline or shutdown: do not start (only honoured before the seal)
-
-export interface UnitSourceContext {
-  end: 'cutOver' | 'restored' | 'notStarted' | undefined;
-  failure?: RelocationReason;
-  cutoverOk?: boolean;
-  indeterminate: boolean;
-}
+  | { type: 'STOP' } // deadline or shutdown: do not start (only honoured before the seal)
+  | { type: 'FOLLOW_EXPIRED' } // S4: MessageFollowDuration ended (shared expiry timer)
+  | { type: 'ROUTE_CUT' }; // §14: Shutdown removed the Message Follow route before S4
 
 export type UnitSourceOutput =
-  | { readonly kind: 'cutOver'; readonly submitOk: boolean; readonly indeterminate: boolean }
+  | { readonly kind: 'followEnded' }
+  | { readonly kind: 'routeCut' }
   | { readonly kind: 'restored'; readonly reason: RelocationReason }
   | { readonly kind: 'notStarted'; readonly reason?: RelocationReason };
 
+/** The states in which the unit has left the source for good (S1 reached): the pool counts it detached (§13). */
+export const DETACHED_STATES: ReadonlySet<string> = new Set(['following', 'followEnded', 'routeCut']);
+
 export const unitSourceMachine = setup({
   types: {
-    context: {} as UnitSourceContext,
     events: {} as UnitSourceEvent,
     output: {} as UnitSourceOutput,
   },
   actions: {
-    /** Wait for room in the peer's payload budget (§7: the unit waits before its seal). */
-    acquireBudget: () => {},
-    /** Ask the target to register its temporary queue (excluded from the interruption measurement, §8). */
-    prepareTarget: () => {},
-    /** Wait for the end of the current turn, or the application's safe point (§7). */
-    awaitSafePoint: () => {},
+    /** §7 before the seal: payload budget, target temporary queue (excluded from the interruption measurement, §8), seal permit, safe point. */
+    prepare: () => {},
     /** S0: admission seal, capture state + unexecuted queue + timers, send chunks. */
     sealAndTransfer: () => {},
-    /** Ordered relay of held messages, then one-way cutover; reports CUTOVER_SUBMITTED. */
+    /** Ordered relay of held messages, then the one-way cutover submit (S1); Message Follow starts (§12, §13). */
     relayAndCutover: () => {},
     /** §11: put the captured queue and held messages back in order, re-arm timers, reopen dispatch. */
     restoreSource: () => {},
-    /** Give back budget and the target's temporary queue when nothing was sealed. */
+    /** Give back budget, seal permit and the target's temporary queue when nothing was sealed. */
     abandon: () => {},
-    recordFailure: assign({ failure: ({ event }) => (event.type === 'FAILED' ? event.reason : undefined) }),
-    recordIndeterminate: assign({ indeterminate: true }),
-    recordCutover: assign({ cutoverOk: ({ event }) => (event.type === 'CUTOVER_SUBMITTED' ? event.ok : false) }),
-    end: assign({ end: (_, params: { end: 'cutOver' | 'restored' | 'notStarted' }) => params.end }),
   },
 }).createMachine({
   id: 'unitSource',
-  context: { end: undefined, indeterminate: false },
-  initial: 'budget',
+  initial: 'waiting',
   states: {
-    budget: {
-      entry: 'acquireBudget',
-      on: { BUDGET_ACQUIRED: 'preparing', STOP: 'notStarted' },
-    },
-    preparing: {
-      entry: 'prepareTarget',
-      on: {
-        PREPARED: 'safePoint',
-        FAILED: { target: 'notStarted', actions: 'recordFailure' },
-        STOP: 'notStarted',
-      },
-    },
-    safePoint: {
-      entry: 'awaitSafePoint',
-      on: { SAFE_POINT: 'sealed', STOP: 'notStarted' },
+    waiting: {
+      entry: 'prepare',
+      on: { SAFE_POINT: 'sealed', FAILED: 'notStarted', STOP: 'notStarted' },
     },
     sealed: {
       entry: 'sealAndTransfer',
       on: {
-        RELAY_READY: 'crossed',
-        REPLY_INDETERMINATE: { target: 'crossed', actions: 'recordIndeterminate' },
-        FAILED: { target: 'restoring', actions: 'recordFailure' },
+        RELAY_READY: 'following',
+        REPLY_INDETERMINATE: 'following',
+        FAILED: 'restored',
         // §8: a started unit is processed to a safe terminal state; STOP is ignored from here on.
       },
     },
-    restoring: {
-      entry: 'restoreSource',
-      always: 'restored',
-    },
-    crossed: {
+    following: {
       entry: 'relayAndCutover',
-      on: { CUTOVER_SUBMITTED: { target: 'cutOver', actions: 'recordCutover' } },
+      on: { FOLLOW_EXPIRED: 'followEnded', ROUTE_CUT: 'routeCut' },
     },
-    cutOver: { type: 'final', entry: { type: 'end', params: { end: 'cutOver' } } },
-    restored: { type: 'final', entry: { type: 'end', params: { end: 'restored' } } },
-    notStarted: { type: 'final', entry: ['abandon', { type: 'end', params: { end: 'notStarted' } }] },
+    followEnded: { type: 'final', output: { kind: 'followEnded' } },
+    routeCut: { type: 'final', output: { kind: 'routeCut' } },
+    restored: {
+      type: 'final',
+      entry: 'restoreSource',
+      output: ({ event }) => ({ kind: 'restored', reason: event.type === 'FAILED' ? event.reason : RelocationReason.RelocationFailed }),
+    },
+    notStarted: {
+      type: 'final',
+      entry: 'abandon',
+      output: ({ event }) => ({ kind: 'notStarted', ...(event.type === 'FAILED' ? { reason: event.reason } : {}) }),
+    },
   },
-  output: ({ context }): UnitSourceOutput => {
-    if (context.end === 'cutOver') return { kind: 'cutOver', submitOk: context.cutoverOk ?? false, indeterminate: context.indeterminate };
-    if (context.end === 'restored') return { kind: 'restored', reason: context.failure ?? RelocationReason.RelocationFailed };
-    return { kind: 'notStarted', ...(context.failure !== undefined ? { reason: context.failure } : {}) };
-  },
+  // The final state's output, computed from the event that led there (no assign).
+  output: ({ event }) => (event as unknown as { output: UnitSourceOutput }).output,
 });

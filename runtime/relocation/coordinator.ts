@@ -71,6 +71,8 @@ interface Operation {
 }
 
 interface FollowEntry {
+  /** The unit's machine, in `following` until this entry expires (S4) or Shutdown cuts it (§14). */
+  readonly actor: Actor<typeof unitSourceMachine>;
   readonly unit: string;
   readonly keys: ObjectKey[];
   readonly s1: number;
@@ -130,7 +132,9 @@ export class RelocationCoordinator {
     this.follows = new ExpiryQueue(host.clock, timing.messageFollowDurationMs, (entry, at) => {
       for (const key of entry.keys) host.router.removeFollow(key);
       // Cut by Shutdown (§14), not expired: no S4, no route convergence value.
-      if (this.closed) return;
+      if (this.closed) return void entry.actor.send({ type: 'ROUTE_CUT' });
+      // One event per unit from this one shared timer: the unit machine leaves `following` (no per-unit `after`).
+      entry.actor.send({ type: 'FOLLOW_EXPIRED' });
       // S4: the Message Follow route may be removed (source clock).
       telemetry.routeConvergence(at - entry.s1, { unitKind: entry.kind });
       this.emitUnit({ side: 'source', unit: entry.unit, kind: entry.kind, state: 'followEnded', point: 'S4', objects: entry.keys, at });
@@ -147,9 +151,7 @@ export class RelocationCoordinator {
     };
     this.sourceMachine = unitSourceMachine.provide({
       actions: {
-        acquireBudget: source((u) => u.acquireBudget()),
-        prepareTarget: source((u) => u.prepareTarget()),
-        awaitSafePoint: source((u) => u.awaitSafePoint()),
+        prepare: source((u) => u.prepare()),
         sealAndTransfer: source((u) => u.sealAndTransfer()),
         relayAndCutover: source((u) => u.relayAndCutover()),
         restoreSource: source((u) => u.restoreSource()),
@@ -204,9 +206,13 @@ export class RelocationCoordinator {
         }),
         enterRelocating: fromPromise<UnitCounts, { target: NodeRef | undefined }>(() => this.enterRelocating(op)),
         rollbackIntent: fromPromise<void, void>(() => this.rollbackIntent()),
-        unitPool: fromCallback<PoolCommand>(({ sendBack, receive }) => {
+        unitPool: fromCallback<PoolCommand>(({ sendBack, receive, self }) => {
           const pool = op.pool!;
-          receive((command) => pool.startBatch(command.batch, command.target, (report) => sendBack(report)));
+          // Unit actors are this actor's children (inspection: supervisor → pool → units); their done events arrive
+          // here too and are not commands.
+          receive((command) => {
+            if (command.type === 'START_BATCH') pool.startBatch(command.batch, command.target, self, (report) => sendBack(report));
+          });
           return () => pool.stopStarting();
         }),
       },
@@ -357,7 +363,10 @@ export class RelocationCoordinator {
     this.sources.set(unit.plan.id, unit);
   }
 
-  unregisterSource(_actor: object, unit: SourceUnit): void {
+  /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */
+  unregisterSource(actor: object, unit: SourceUnit): void {
+    // Nothing of the driver is needed after S1: `following` and its final states run no driver action.
+    this.sourceByActor.delete(actor);
     this.sources.delete(unit.plan.id);
     this.wakeSettled();
   }
@@ -387,7 +396,7 @@ export class RelocationCoordinator {
         this.host.log('warn', `relocation unit ${unit.plan.id} (${unit.plan.kind}, ${unit.plan.root.key}) stopped the source for ${stopped} ms, over the ${INTERRUPTION_TARGET_MS} ms target`);
       this.overTarget.maxMs = Math.max(this.overTarget.maxMs, stopped);
     }
-    this.follows.push({ unit: unit.plan.id, keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
+    this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
     this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
     const root = unit.plan.root;
     if (unit.plan.kind === 'spotWide' || unit.plan.kind === 'instance') this.closeRelocatedOut(root, (root.def as { onClosing?: ClosingCallback }).onClosing);
@@ -577,7 +586,7 @@ export class RelocationCoordinator {
     const host = this.host;
     const sourceByState: Record<string, number> = {};
     for (const unit of this.sources.values()) {
-      const value = String(unit.actor.getSnapshot().value);
+      const value = sourceState(unit);
       sourceByState[value] = (sourceByState[value] ?? 0) + 1;
     }
     const blockers: { object: string; reason: string }[] = [];
@@ -588,7 +597,7 @@ export class RelocationCoordinator {
     };
     for (const o of host.objects.values()) if (o.def.relocation.kind === 'disable') add(o.key, 'RelocationDisabled');
     for (const unit of this.sources.values()) {
-      const value = String(unit.actor.getSnapshot().value);
+      const value = sourceState(unit);
       if (value === 'budget') add(unit.plan.root.key, 'waiting for payload budget');
       else if (value === 'safePoint') add(unit.plan.root.key, 'waiting for the current turn or application safe point');
       else if (value === 'preparing') add(unit.plan.root.key, 'waiting for the target temporary queue');
@@ -621,6 +630,12 @@ export class RelocationCoordinator {
       blockersTotal,
     };
   }
+}
+
+/** The machine state of an in-flight source unit; `waiting` is split by the driver's §7 step (budget, preparing, safePoint). */
+function sourceState(unit: SourceUnit): string {
+  const value = unit.actor.getSnapshot().value;
+  return value === 'waiting' ? unit.waitingFor : value;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

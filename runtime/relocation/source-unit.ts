@@ -1,6 +1,8 @@
 /**
  * Driver of one source unit: performs the I/O the unit-source machine's actions name and reports each
- * milestone back as one event (DESIGN.md "Unit handoff (source)").
+ * milestone back as one event (DESIGN.md "Unit handoff (source)"). It keeps no copy of the machine's state: where
+ * it needs to know where the unit is, it reads the actor's snapshot. What it keeps is its own I/O progress
+ * (lease, prepared, seal permit) and the per-unit data the machine does not hold (S0, S1, captured queue).
  */
 import type { Actor } from 'xstate';
 import type { unitSourceMachine } from '../../machines/unit-source.machine';
@@ -30,13 +32,14 @@ export class SourceUnit {
   private lease: BudgetLease | undefined;
   private paused = false;
   private prepareSent = false;
+  /** The target registered its temporary queue (r.prepared). */
+  private prepared = false;
   private captured: WorkItem[] = [];
   private replyTimer: unknown;
   /** Holds a seal permit (from before the safe point until the cutover submit, a restore or an abandon). */
   private permit = false;
   s0 = 0;
   s1 = 0;
-  state: 'waiting' | 'sealed' | 'crossed' | 'done' = 'waiting';
 
   constructor(
     private readonly coord: RelocationCoordinator,
@@ -56,16 +59,34 @@ export class SourceUnit {
     return this.coord.host.transport?.send(this.target, message) ?? false;
   }
 
+  /** The machine's current state (no copy kept here). */
+  private get at(): string {
+    return this.actor.getSnapshot().value;
+  }
+
+  /** Which §7 step a unit still `waiting` is at, for diagnostics (budget → preparing → safePoint). */
+  get waitingFor(): 'budget' | 'preparing' | 'safePoint' {
+    return !this.lease ? 'budget' : !this.prepared ? 'preparing' : 'safePoint';
+  }
+
   // ── actions of the unit-source machine ───────────────────────────────────────────────
 
-  acquireBudget(): void {
+  /**
+   * Entry of `waiting` (§7): payload budget, then the target's temporary queue, then a seal permit and the safe
+   * point, sequenced here; the machine hears one SAFE_POINT (or FAILED / STOP) at the end.
+   */
+  prepare(): void {
+    this.acquireBudget();
+  }
+
+  private acquireBudget(): void {
     const transport = this.coord.host.transport;
     if (!transport) return void this.actor.send({ type: 'STOP' });
     transport.acquireBudget(this.target, this.coord.estimateBytes(this.plan), this.stop.signal).then(
       (lease) => {
         if (this.stop.signal.aborted) return lease.release();
         this.lease = lease;
-        this.actor.send({ type: 'BUDGET_ACQUIRED' });
+        this.prepareTarget();
       },
       () => {
         // Aborted (STOP) or the transport closed: the machine is already ending or will get STOP.
@@ -86,13 +107,20 @@ export class SourceUnit {
     if (!ok) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
   }
 
+  /** r.prepared: the temporary queue is registered; wait for a seal permit and the safe point next. */
+  private onPrepared(): void {
+    if (this.prepared || this.stop.signal.aborted || this.at !== 'waiting') return;
+    this.prepared = true;
+    this.awaitSafePoint();
+  }
+
   private typesInUse() {
     const seen = new Map<string, ReturnType<typeof describeType>>();
     for (const o of this.objects) if (!seen.has(o.def.type)) seen.set(o.def.type, describeType(o.def));
     return [...seen.values()];
   }
 
-  awaitSafePoint(): void {
+  private awaitSafePoint(): void {
     // §8 pacing: the unit seals only when the pipeline can carry it at once; it keeps serving while it waits.
     this.gate.acquire(this.stop.signal).then(
       () => {
@@ -132,7 +160,6 @@ export class SourceUnit {
 
   sealAndTransfer(): void {
     const clock = this.coord.host.clock;
-    this.state = 'sealed';
     this.s0 = clock.now(); // S0: source admission seal (§8)
     const timers = new Map<string, TimerRegistration[]>();
     const shell = this.plan.kind === 'perActorShell';
@@ -189,7 +216,7 @@ export class SourceUnit {
       await transport.sendPayload(this.target, this.plan.id, bytes, lease);
     } catch (error) {
       lease.release();
-      if (this.state !== 'sealed') return;
+      if (this.at !== 'sealed') return;
       const name = (error as Error).name;
       // Nothing reached the target, or it explicitly rejected the chunks: a safe abort (§11, §13).
       if (name === 'PeerUnavailableError' || name === 'PayloadRejectedError')
@@ -197,25 +224,25 @@ export class SourceUnit {
       // Anything else: the target may have restored and replied; never reopen the source (§8).
       return void this.actor.send({ type: 'REPLY_INDETERMINATE' });
     }
-    if (this.state !== 'sealed') return;
+    if (this.at !== 'sealed') return;
     // The target restores on intake and answers at once; no answer by then is indeterminate (§8).
     const wait = Math.max(1000, this.coord.host.options.timing.relocationCutoverWaitTimeoutMs);
     this.replyTimer = this.coord.host.clock.setTimeout(() => {
-      if (this.state === 'sealed') this.actor.send({ type: 'REPLY_INDETERMINATE' });
+      if (this.at === 'sealed') this.actor.send({ type: 'REPLY_INDETERMINATE' });
     }, wait);
   }
 
   /** r.prepared / r.fail / r.ready from the target. */
   onReply(message: RelocationMessage): void {
-    if (message.t === RELOCATION_MESSAGE.prepared) this.actor.send({ type: 'PREPARED' });
+    if (message.t === RELOCATION_MESSAGE.prepared) this.onPrepared();
     else if (message.t === RELOCATION_MESSAGE.ready) this.actor.send({ type: 'RELAY_READY' });
     else if (message.t === RELOCATION_MESSAGE.fail) this.actor.send({ type: 'FAILED', reason: message.reason as RelocationReason });
   }
 
+  /** Entry of `following`: ordered relay, one-way cutover submit (S1), Message Follow from here until S4 (§8, §13). */
   relayAndCutover(): void {
     const host = this.coord.host;
     this.coord.host.clock.clearTimeout(this.replyTimer);
-    this.state = 'crossed';
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
     const relay = this.hold.map(movedEnvelope);
     const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
@@ -226,16 +253,18 @@ export class SourceUnit {
       host.router.setFollow(o.key, this.target);
       host.objects.forget(o.key);
     }
+    // The relay copy is what the retransmission window keeps (§13); the hold and the captured queue are done with.
+    this.hold.length = 0;
+    this.captured = [];
     this.releasePermit(this.s1 - this.s0);
     this.coord.onCutOver(this, relay, ok);
+    // The submit result stays here (unit event, retransmission copy): either way the unit never goes back (§13).
     this.event('cutOver', 'S1', this.s1, { submitOk: ok });
-    this.actor.send({ type: 'CUTOVER_SUBMITTED', ok });
   }
 
   restoreSource(): void {
     const objects = this.coord.host.objects;
     this.coord.host.clock.clearTimeout(this.replyTimer);
-    this.state = 'done';
     // §11: original queue first, then what arrived during the hold, in arrival order.
     const held: WorkItem[] = this.hold.map((env) => ({ k: 'msg', to: env.to, env }));
     for (const o of this.objects) {
@@ -255,7 +284,6 @@ export class SourceUnit {
   abandon(): void {
     this.stop.abort();
     this.event('notStarted', undefined, this.coord.host.clock.now());
-    this.state = 'done';
     this.lease?.release();
     this.releasePermit();
     const listeners = this.coord.host.objects.deferListeners;
@@ -266,7 +294,7 @@ export class SourceUnit {
 
   /** STOP (deadline, shutdown): honoured only before the seal. */
   requestStop(): void {
-    if (this.state === 'waiting') this.actor.send({ type: 'STOP' });
+    if (this.at === 'waiting') this.actor.send({ type: 'STOP' });
   }
 
   private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {

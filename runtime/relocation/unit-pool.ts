@@ -1,11 +1,17 @@
 /**
- * The pool that owns the source unit actors of one Relocate (DESIGN.md measured traps): the supervisor
- * machine sends START_BATCH and gets one BATCH_DONE per batch; units live in a Map here, created with
- * createActor (same inspect observer), so supervisor work per event does not grow with the unit count.
+ * The pool that owns the source unit actors of one Relocate (DESIGN.md measured traps, "Relocation at scale"): the
+ * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit is created with
+ * `createActor(machine, { parent: poolActor, id })`: a child of the invoked pool actor (an inspector sees
+ * relocationSupervisor → pool → units; same system, clock and inspect observer), never in the supervisor's snapshot
+ * `children`, so supervisor work per event does not grow with the unit count.
+ *
+ * A unit counts for its batch once it settles: detached at S1 (entering `following`, §13: Relocated at the cutover
+ * submit terminal, not S4), restored or not started. From then the pool holds nothing of it; a detached unit's machine
+ * is held only by the coordinator's Message Follow expiry queue until S4 (or Shutdown, §14).
  */
-import { createActor } from 'xstate';
+import { createActor, type AnyActorRef } from 'xstate';
 import type { PoolReport } from '../../machines/relocation-supervisor.machine';
-import type { UnitSourceOutput } from '../../machines/unit-source.machine';
+import { DETACHED_STATES, type UnitSourceOutput } from '../../machines/unit-source.machine';
 import type { NodeRef } from '../../stores/types';
 import type { SpotDefinition } from '../definitions';
 import { RelocationReason } from '../wire';
@@ -27,7 +33,8 @@ export class UnitPool {
     readonly inventory: Inventory,
   ) {}
 
-  startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, report: (event: PoolReport) => void): void {
+  /** `parent` is the invoked pool actor: the units become its children. */
+  startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, parent: AnyActorRef, report: (event: PoolReport) => void): void {
     const plans = this.inventory.batches[batch - 1];
     let remaining = plans.length;
     let failure: RelocationReason | undefined;
@@ -44,25 +51,29 @@ export class UnitPool {
     }
     for (const plan of plans) {
       const unit = new SourceUnit(this.coord, plan, target, this.sealGate);
-      const actor = createActor(this.coord.sourceMachine, { inspect: this.coord.host.options.inspect as never, clock: this.coord.host.clock });
+      // Clock and inspect observer come from the parent's system.
+      const actor = createActor(this.coord.sourceMachine, { parent, id: plan.id });
       unit.actor = actor;
       this.coord.registerSource(actor, unit);
       this.live.add(unit);
-      actor.subscribe({
-        complete: () => {
-          const output = actor.getSnapshot().output as UnitSourceOutput;
-          this.live.delete(unit);
-          this.coord.unregisterSource(actor, unit);
-          if (output.kind === 'restored') failure ??= output.reason;
-          else if (output.kind === 'notStarted') failure ??= output.reason ?? RelocationReason.DeadlineExceeded;
-          else if (plan.kind === 'perActorShell') this.movedShells.push(plan);
-          if (--remaining === 0) finish();
+      const settle = (failed?: RelocationReason) => {
+        subscription.unsubscribe();
+        this.live.delete(unit);
+        this.coord.unregisterSource(actor, unit);
+        if (failed !== undefined) failure ??= failed;
+        else if (plan.kind === 'perActorShell') this.movedShells.push(plan);
+        if (--remaining === 0) finish();
+      };
+      const subscription = actor.subscribe({
+        next: (snapshot) => {
+          if (DETACHED_STATES.has(snapshot.value)) return settle();
+          if (snapshot.status !== 'done') return;
+          const output = snapshot.output as UnitSourceOutput;
+          settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
         },
         error: (error) => {
           this.coord.host.log('error', `relocation unit ${plan.id} machine failed`, error);
-          this.live.delete(unit);
-          failure ??= RelocationReason.RelocationFailed;
-          if (--remaining === 0) finish();
+          settle(RelocationReason.RelocationFailed);
         },
       });
       actor.start();

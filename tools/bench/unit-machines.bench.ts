@@ -1,0 +1,97 @@
+/**
+ * Unit machine cost (`npm run build && node dist/tools/bench/unit-machines.bench.js --units 20000 --runs 5`):
+ * µs per unit of the machines alone (no I/O, no-op actions), driven the way the runtime drives them — every unit
+ * at one step gets its event in the same tick, then the next step (DESIGN.md "Relocation at scale").
+ *
+ * - source: unit-source machine per unit, created as a child of a pool actor (`{ parent, id }`), hot path to S4.
+ * - target per unit: one unit-target machine per unit (RESTORED, CUTOVER, COMMITTED).
+ * - target per parcel of P: one unit-target machine per P units that reach their steps together; the per-unit
+ *   milestones are a loop over a plain array in the driver (what a parcel driver would do).
+ *
+ * Measured on the 2-core box (20k units, median of 5, other work running): source 30–39 µs/unit to S4 (the
+ * previous 5-transition machine, root actors: ~40 µs/unit to S1 only); target per unit 45–72 µs/unit, of which
+ * ~12 µs are its two `after` timers; target per parcel 3 µs/unit (64) and 1 µs/unit (256).
+ */
+import { parseArgs } from 'node:util';
+import { createActor, fromCallback, type AnyActorRef } from 'xstate';
+import { unitSourceMachine } from '../../machines/unit-source.machine';
+import { unitTargetMachine } from '../../machines/unit-target.machine';
+import { RelocationReason } from '../../runtime/wire';
+
+const { values } = parseArgs({ options: { units: { type: 'string', default: '20000' }, runs: { type: 'string', default: '5' } } });
+const N = Number(values.units);
+const runs = Number(values.runs);
+const tick = () => new Promise<void>((r) => setImmediate(r));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const INPUT = { cutoverWaitMs: 1000, stagingValidityMs: 5000 };
+
+const source = unitSourceMachine.provide({ actions: { prepare: () => {}, sealAndTransfer: () => {}, relayAndCutover: () => {}, restoreSource: () => {}, abandon: () => {} } });
+const target = unitTargetMachine.provide({ actions: { commitOwner: () => {}, openDispatch: () => {}, discard: () => {}, abandon: () => {} } });
+
+async function sourcePerUnit(): Promise<number> {
+  const pool = createActor(fromCallback(() => () => undefined)).start() as AnyActorRef;
+  const t0 = performance.now();
+  const actors = [];
+  for (let i = 0; i < N; i++) actors.push(createActor(source, { parent: pool, id: `u${i}` }).start());
+  await tick();
+  for (const a of actors) a.send({ type: 'SAFE_POINT' });
+  await tick();
+  for (const a of actors) a.send({ type: 'RELAY_READY' });
+  await tick();
+  for (const a of actors) a.send({ type: 'FOLLOW_EXPIRED' });
+  const us = ((performance.now() - t0) * 1000) / N;
+  pool.stop();
+  return us;
+}
+
+async function targetPerUnit(): Promise<number> {
+  const t0 = performance.now();
+  const actors = [];
+  for (let i = 0; i < N; i++) actors.push(createActor(target, { input: INPUT, id: `u${i}` }).start());
+  await tick();
+  for (const type of ['RESTORED', 'CUTOVER', 'COMMITTED'] as const) {
+    for (const a of actors) a.send({ type });
+    await tick();
+  }
+  for (const a of actors) if (a.getSnapshot().status !== 'done') throw new Error('unit did not open');
+  return ((performance.now() - t0) * 1000) / N;
+}
+
+async function targetPerParcel(size: number): Promise<number> {
+  const t0 = performance.now();
+  const parcels: { actor: ReturnType<typeof createActor<typeof target>>; units: { id: string; at: number; reason?: RelocationReason }[] }[] = [];
+  for (let p = 0; p < N / size; p++) {
+    const units = [];
+    for (let i = 0; i < size; i++) units.push({ id: `u${p * size + i}`, at: 0 });
+    parcels.push({ actor: createActor(target, { input: INPUT, id: `p${p}` }).start(), units });
+  }
+  await tick();
+  for (const type of ['RESTORED', 'CUTOVER', 'COMMITTED'] as const) {
+    for (const parcel of parcels) {
+      for (const u of parcel.units) u.at++; // the per-unit milestone, kept by the driver
+      parcel.actor.send({ type });
+    }
+    await tick();
+  }
+  return ((performance.now() - t0) * 1000) / N;
+}
+
+async function main(): Promise<void> {
+  const cases: [string, () => Promise<number>][] = [
+    ['source, machine per unit (child of pool), to S4', sourcePerUnit],
+    ['target, machine per unit', targetPerUnit],
+    ['target, machine per parcel of 64', () => targetPerParcel(64)],
+    ['target, machine per parcel of 256', () => targetPerParcel(256)],
+  ];
+  for (const [, run] of cases) await run(); // warm-up
+  for (const [name, run] of cases) {
+    const xs: number[] = [];
+    for (let r = 0; r < runs; r++) {
+      (globalThis as { gc?: () => void }).gc?.();
+      xs.push(await run());
+    }
+    console.log(`${name}: median ${median(xs).toFixed(1)} µs/unit over ${runs} runs of ${N} units (${xs.map((x) => x.toFixed(1)).join(', ')})`);
+  }
+}
+
+void main();
