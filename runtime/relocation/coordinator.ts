@@ -35,6 +35,8 @@ import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { TargetUnit } from './target-unit';
 import { CasBatcher } from './cas-batcher';
+import { decodeParcel, ParcelError } from './parcel';
+import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
 import { UnitPool } from './unit-pool';
 
 export interface RelocationDiagnostics {
@@ -114,6 +116,8 @@ export class RelocationCoordinator {
   copiesCleaned = 0;
   retransmissionsSent = 0;
   readonly unitEvents = new UnitEvents();
+  /** Source-side unit payloads, one parcel per target per tick (DESIGN "Relocation at scale"). */
+  readonly parcels = new ParcelSender(() => this.host.transport);
   /** Target-side owner CASes, coalesced per tick (DESIGN "Relocation at scale"). */
   readonly casBatcher: CasBatcher;
   /** §8 warnings of the current operation: units whose S0→S1 exceeded the target. */
@@ -538,6 +542,7 @@ export class RelocationCoordinator {
   }
 
   onPayload(from: NodeRef, payloadId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
+    if (payloadId.startsWith(PARCEL_ID_PREFIX)) return this.onParcel(from, payloadId, result);
     const unit = this.targets.get(payloadId);
     if (!unit || !sameNode(unit.source, from)) {
       this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
@@ -546,6 +551,29 @@ export class RelocationCoordinator {
       return;
     }
     unit.onPayload(result);
+  }
+
+  /**
+   * A parcel: each unit inside goes its own way, exactly as if it had come alone — restored and answered
+   * relay-ready, or (its own checksum failed) answered with an explicit failure so the source restores it (§13).
+   * A parcel the transport refused never reaches here whole: its source learns it from the intake ack and
+   * aborts each unit it carried.
+   */
+  private onParcel(from: NodeRef, parcelId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
+    if (!result.ok) return this.host.log('warn', `parcel ${parcelId} from ${nodeKey(from)} failed intake: ${result.error.message}`);
+    let units;
+    try {
+      units = decodeParcel(result.bytes);
+    } catch (error) {
+      if (!(error instanceof ParcelError)) throw error;
+      // Which units it carried is unreadable: every unit from that source still waiting for its payload gets an
+      // explicit failure before relay-ready (its source restores it, §11) rather than no reply at all.
+      this.host.log('error', `parcel ${parcelId} from ${nodeKey(from)} is malformed; units awaiting a payload from it fail`, error);
+      for (const [id, unit] of this.targets)
+        if (sameNode(unit.source, from) && unit.awaitingPayload) this.onPayload(from, id, { ok: false, error: error as Error });
+      return;
+    }
+    for (const u of units) this.onPayload(from, u.unit, u.ok ? { ok: true, bytes: u.payload } : { ok: false, error: new Error(u.error) });
   }
 
   // ── shutdown and diagnostics ──────────────────────────────────────────────────────────────

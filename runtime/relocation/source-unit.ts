@@ -207,13 +207,13 @@ export class SourceUnit {
   }
 
   private async transfer(bytes: Buffer): Promise<void> {
-    const transport = this.coord.host.transport!;
     const lease = this.lease!;
     try {
       // §7: a sealed unit never waits for a limit. When the estimate taken before the seal was low, the payload
       // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
       // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
-      await transport.sendPayload(this.target, this.plan.id, bytes, lease);
+      // Units sealed in the same tick travel as one parcel; each still has its own bytes and checksum.
+      await this.coord.parcels.send(this.target, this.plan.id, bytes, lease);
     } catch (error) {
       lease.release();
       if (this.at !== 'sealed') return;

@@ -33,6 +33,11 @@ export class TargetUnit {
   private restored: Hosted[] = [];
   private lane: Lane | undefined;
   private payload: UnitPayload | undefined;
+
+  /** Still waiting for its payload (a parcel that cannot be read fails these explicitly, see coordinator). */
+  get awaitingPayload(): boolean {
+    return this.payload === undefined && this.actor.getSnapshot().status === 'active';
+  }
   private readyAt = 0;
   private s2 = 0;
   private opened = false;

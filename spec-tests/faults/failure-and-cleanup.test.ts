@@ -226,8 +226,10 @@ describe.each(STACKS)('Failure and cleanup (faults) on %s', (stackName) => {
     await reaches(source, { actor: 'probe-b' }, 'target-b');
     let corruptId: string | undefined;
     let corrupted = 0;
-    codecTestHooks.mutateChunkData = (id, _index, data) => {
-      if (id !== corruptId || corrupted > 0) return undefined;
+    // Units travel in parcels (one transport payload for the units sealed in one tick): corrupt the chunk that
+    // carries this unit's bytes (its id is in the parcel in clear).
+    codecTestHooks.mutateChunkData = (_id, _index, data) => {
+      if (corruptId === undefined || corrupted > 0 || !data.includes(Buffer.from(corruptId))) return undefined;
       corrupted++;
       const copy = Buffer.from(data);
       copy[0] = copy[0]! ^ 0xff;
@@ -247,6 +249,9 @@ describe.each(STACKS)('Failure and cleanup (faults) on %s', (stackName) => {
     expect(corrupted).toBe(1);
     expect(held2).toBe(5);
     expect(source.status.state).toBe(FrameworkRuntimeState.Serving);
+    // The target refused the parcel at intake (its checksum), so the source restored first and the target drops
+    // the prepared unit when the source's abort arrives.
+    await eventually(() => targetBEvents.some((e) => e.unit === corruptId && e.state === 'discarded'), 5000, 'target discarded the unit');
     expect(targetBEvents.filter((e) => e.unit === corruptId).map((e) => e.state)).toEqual(['discarded']);
     expect(ranOnTargetB).toEqual([]);
     const total2 = n;

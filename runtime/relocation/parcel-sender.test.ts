@@ -1,0 +1,42 @@
+import type { NodeRef } from '../../vocabulary';
+import type { BudgetLease, Transport } from '../../transport/types';
+import { decodeParcel } from './parcel';
+import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
+
+const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };
+const lease = (released: string[], name: string): BudgetLease => ({ bytes: 10, grow: async () => undefined, release: () => void released.push(name) });
+
+describe('ParcelSender', () => {
+  test('units handed over in one turn go as one payload; each learns the outcome; leases are released once', async () => {
+    const sent: { id: string; bytes: Buffer; lease: BudgetLease }[] = [];
+    const transport = {
+      sendPayload: async (_peer: NodeRef, id: string, bytes: Buffer, l: BudgetLease) => {
+        sent.push({ id, bytes, lease: l });
+        l.release(); // the transport releases at the intake ack
+      },
+    } as unknown as Transport;
+    const released: string[] = [];
+    const sender = new ParcelSender(() => transport);
+    await Promise.all(['u1', 'u2', 'u3'].map((u) => sender.send(target, u, Buffer.from(`state of ${u}`), lease(released, u))));
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.id.startsWith(PARCEL_ID_PREFIX)).toBe(true);
+    expect(decodeParcel(sent[0]!.bytes).map((u) => u.ok && [u.unit, u.payload.toString()])).toEqual([
+      ['u1', 'state of u1'],
+      ['u2', 'state of u2'],
+      ['u3', 'state of u3'],
+    ]);
+    sent[0]!.lease.release();
+    expect(released.sort()).toEqual(['u1', 'u2', 'u3']);
+  });
+
+  test('a refused parcel fails every unit it carried', async () => {
+    const transport = {
+      sendPayload: async () => {
+        throw Object.assign(new Error('checksum mismatch'), { name: 'PayloadRejectedError' });
+      },
+    } as unknown as Transport;
+    const sender = new ParcelSender(() => transport);
+    const outcomes = await Promise.allSettled(['a', 'b'].map((u) => sender.send(target, u, Buffer.from(u), lease([], u))));
+    expect(outcomes.map((o) => o.status === 'rejected' && (o.reason as Error).name)).toEqual(['PayloadRejectedError', 'PayloadRejectedError']);
+  });
+});
