@@ -265,7 +265,7 @@ export class Router {
         if (node && this.transmit(node, { t: 'msg', env })) return;
         return this.terminal(env, { ok: false, kind: 'unavailable', error: `no Serving node can place Instance Spot ${env.to}` });
       }
-      if (env.gen !== 0) return this.terminal(env, { ok: false, kind: 'stale-generation', error: `object ${env.to} of generation ${env.gen} no longer exists` });
+      // No record at all: the object is gone (not re-created), whatever generation the message was addressed to.
       return this.terminal(env, { ok: false, kind: 'not-found', error: `no object ${env.to} is registered` });
     }
     // §12: a message addressed to one ObjectGeneration never reaches a re-created object of the same id.
