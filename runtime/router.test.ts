@@ -312,4 +312,17 @@ describe('Router', () => {
     t.router.onMessage(P, { t: 'mark', to: 'a:x', origin: P } as unknown as RuntimeMessage);
     expect(t.sent[1]).toEqual({ to: P, message: { t: 'marked', to: 'a:x' } });
   });
+
+  test('a message sent while a bounce is being re-routed is addressed to the generation last sent to (§12)', async () => {
+    const t = setup();
+    t.owners.set('x', record(P, 3));
+    t.router.send({ actor: 'x' }, 'first');
+    await settle();
+    t.owners.set('x', record(Q, 4)); // deleted on P, created again on Q
+    t.router.onMessage(P, { t: 'bounce', env: t.msgsTo(P)[0] } as unknown as RuntimeMessage);
+    const reply = t.router.request({ actor: 'x' }, 'second', { timeoutMs: 60_000 });
+    await advance(t.clock, 50);
+    await expect(reply).rejects.toMatchObject({ kind: 'stale-generation' });
+    expect(t.msgsTo(Q)).toEqual([]);
+  });
 });

@@ -99,7 +99,7 @@ export class Router {
   /** Per-origin send order: every envelope accepted here gets the next number. */
   private seq = 0;
   /** The last of this node's messages sent towards each object's (cached) owner, and where it went. */
-  private readonly lastSent = new Map<ObjectKey, { to: NodeRef; seq: number }>();
+  private readonly lastSent = new Map<ObjectKey, { to: NodeRef; seq: number; gen: number }>();
   /**
    * Objects that came to this node while its earlier messages for them may still be on the old route: new own
    * messages wait here until the old route answered the order marker (or the wait ends).
@@ -186,7 +186,12 @@ export class Router {
     // the object is here now (item 10: no overtaking).
     if (!inbound) {
       const queued = this.resolving.get(env.to);
-      if (queued) return void queued.push(env);
+      if (queued) {
+        // While the route is re-read, a new message is addressed to the generation this node last sent to (§12:
+        // it never reaches a re-created object of the same id).
+        const gen = env.gen === 0 ? this.lastSent.get(env.to)?.gen : undefined;
+        return void queued.push(gen ? { ...env, gen } : env);
+      }
       const mark = this.marking.get(env.to);
       if (mark && sameNode(env.from, this.deps.self)) return void mark.held.push(env);
     }
@@ -308,7 +313,7 @@ export class Router {
   private sendTo(owner: NodeRef, env: Envelope, gen: number): boolean {
     const own = env.seq !== undefined && sameNode(env.from, this.deps.self);
     if (!this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen ? { ...env, gen } : env })) return false;
-    if (own) this.lastSent.set(env.to, { to: owner, seq: env.seq! });
+    if (own) this.lastSent.set(env.to, { to: owner, seq: env.seq!, gen: env.gen || gen });
     return true;
   }
 
