@@ -1,18 +1,14 @@
-import { createActor, SimulatedClock } from 'xstate';
+import { createActor } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
 import { unitTargetMachine, type UnitTargetEvent, type UnitTargetOutput } from './unit-target.machine';
 
-const CUTOVER_WAIT_MS = 1_000;
-const STAGING_VALIDITY_MS = 5_000;
-const INPUT = { cutoverWaitMs: CUTOVER_WAIT_MS, stagingValidityMs: STAGING_VALIDITY_MS };
 const ACTIONS = ['commitOwner', 'openDispatch', 'discard', 'abandon'] as const;
 type ActionName = (typeof ACTIONS)[number];
 
-/** The synthetic event of relayReady's cutover-wait delay; a replay maps it to clock.increment. */
-const AFTER_EVENT = unitTargetMachine.states.relayReady!.after[0]!.eventType;
-/** The synthetic event of staging's expiry (restore validity, §11). */
-const EXPIRY_EVENT = unitTargetMachine.states.staging!.after[0]!.eventType;
-type PathEvent = UnitTargetEvent | { type: typeof AFTER_EVENT } | { type: typeof EXPIRY_EVENT };
+/** The cutover-wait fallback (§13) and the staging expiry (§11) are events from the coordinator's shared queues. */
+const AFTER_EVENT = 'CUTOVER_WAIT_ENDED';
+const EXPIRY_EVENT = 'STAGING_EXPIRED';
+type PathEvent = UnitTargetEvent;
 
 const EVENTS: readonly PathEvent[] = [
   { type: 'RESTORED' },
@@ -28,41 +24,41 @@ const EVENTS: readonly PathEvent[] = [
 function drive(events: readonly PathEvent[]) {
   const log: ActionName[] = [];
   const spies = Object.fromEntries(ACTIONS.map((name) => [name, () => void log.push(name)])) as Record<ActionName, () => void>;
-  const clock = new SimulatedClock();
-  const actor = createActor(unitTargetMachine.provide({ actions: spies }), { input: INPUT, clock }).start();
+  const actor = createActor(unitTargetMachine.provide({ actions: spies })).start();
   const states: string[] = [];
   actor.subscribe((s) => states.push(String(s.value)));
-  for (const event of events) {
-    if (event.type === AFTER_EVENT) clock.increment(CUTOVER_WAIT_MS);
-    else if (event.type === EXPIRY_EVENT) clock.increment(STAGING_VALIDITY_MS);
-    else actor.send(event as UnitTargetEvent);
-  }
+  for (const event of events) actor.send(event);
   const snapshot = actor.getSnapshot();
-  return { log, states, clock, actor, value: String(snapshot.value), status: snapshot.status, output: snapshot.output as UnitTargetOutput | undefined };
+  return { log, states, actor, value: String(snapshot.value), status: snapshot.status, output: snapshot.output as UnitTargetOutput | undefined };
 }
 
-test('the delayed transitions are exactly the cutover wait on relayReady and the staging expiry', () => {
-  expect(AFTER_EVENT).toMatch(/^xstate\.after\./);
-  expect(EXPIRY_EVENT).toMatch(/^xstate\.after\./);
-  for (const [key, node] of Object.entries(unitTargetMachine.states)) expect(node.after.length).toBe(key === 'relayReady' || key === 'staging' ? 1 : 0);
+test('the machine has no delayed transitions: its deadlines come as events from shared expiry queues', () => {
+  for (const node of Object.values(unitTargetMachine.states)) expect(node.after).toHaveLength(0);
 });
 
-test('staging expires after restore validity → abandoned, nothing committed or opened (§11)', () => {
-  const r = drive([]);
-  r.clock.increment(STAGING_VALIDITY_MS - 1);
-  expect(r.actor.getSnapshot().value).toBe('staging');
-  r.clock.increment(1);
-  const snapshot = r.actor.getSnapshot();
-  expect(snapshot.value).toBe('abandoned');
+test('the hot path (RESTORED, CUTOVER, COMMITTED) runs no assign; only the cold timer transitions write context', () => {
+  const assigning = (type: string) =>
+    Object.values(unitTargetMachine.states)
+      .flatMap((node) => node.transitions.get(type) ?? [])
+      .flatMap((t) => t.actions)
+      .filter((a) => typeof a === 'string' && a.startsWith('mark'));
+  for (const type of ['RESTORED', 'CUTOVER', 'COMMITTED']) expect(assigning(type)).toEqual([]);
+  expect(assigning(AFTER_EVENT)).toEqual(['markFallback']);
+  expect(assigning(EXPIRY_EVENT)).toEqual(['markExpired']);
+});
+
+test('staging expires (restore validity over, §11) → abandoned, nothing committed or opened', () => {
+  const r = drive([{ type: EXPIRY_EVENT }]);
+  expect(r.value).toBe('abandoned');
   expect(r.log).toEqual(['abandon']);
-  expect(snapshot.output).toEqual({ opened: false, fellBack: false, expired: true });
+  expect(r.output).toEqual({ opened: false, fellBack: false, expired: true });
 });
 
-test('a payload restored in time cancels the staging expiry', () => {
-  const r = drive([{ type: 'RESTORED' }]);
-  r.clock.increment(STAGING_VALIDITY_MS);
+test('a payload restored in time makes a later staging expiry a no-op', () => {
+  const r = drive([{ type: 'RESTORED' }, { type: EXPIRY_EVENT }]);
   expect(r.log).not.toContain('abandon');
-  expect(r.actor.getSnapshot().value).toBe('committing'); // the cutover-wait fallback, not an expiry
+  expect(r.value).toBe('relayReady');
+  expect(r.actor.getSnapshot().context.expired).toBe(false);
 });
 
 test('CUTOVER path: staging → relayReady → committing → open; not a fallback', () => {
@@ -73,23 +69,21 @@ test('CUTOVER path: staging → relayReady → committing → open; not a fallba
   expect(r.output).toEqual({ opened: true, fellBack: false, expired: false });
 });
 
-test('cutover arriving just before the wait ends: no fallback, and the cancelled delay never fires', () => {
-  const r = drive([{ type: 'RESTORED' }]);
-  r.clock.increment(CUTOVER_WAIT_MS - 1);
-  expect(r.actor.getSnapshot().value).toBe('relayReady');
-  r.actor.send({ type: 'CUTOVER' });
-  r.clock.increment(CUTOVER_WAIT_MS);
-  r.actor.send({ type: 'COMMITTED' });
-  expect(r.actor.getSnapshot().output).toEqual({ opened: true, fellBack: false, expired: false });
+test('cutover arriving before the wait ends: no fallback, and the late CUTOVER_WAIT_ENDED changes nothing', () => {
+  const r = drive([{ type: 'RESTORED' }, { type: 'CUTOVER' }, { type: AFTER_EVENT }, { type: 'COMMITTED' }]);
+  expect(r.output).toEqual({ opened: true, fellBack: false, expired: false });
   expect(r.log.filter((a) => a === 'commitOwner')).toHaveLength(1);
 });
 
-test('cutover-wait fallback: no cutover for cutoverWaitMs → committing with fellBack true → open', () => {
-  const r = drive([{ type: 'RESTORED' }]);
-  r.clock.increment(CUTOVER_WAIT_MS - 1);
-  expect(r.actor.getSnapshot().value).toBe('relayReady');
-  r.clock.increment(1);
-  expect(r.actor.getSnapshot().value).toBe('committing');
+test('CUTOVER_WAIT_ENDED before staging ended is not accepted (the wait starts at relay-ready)', () => {
+  const r = drive([{ type: AFTER_EVENT }]);
+  expect(r.value).toBe('staging');
+  expect(r.log).toEqual([]);
+});
+
+test('cutover-wait fallback: CUTOVER_WAIT_ENDED → committing with fellBack true → open', () => {
+  const r = drive([{ type: 'RESTORED' }, { type: AFTER_EVENT }]);
+  expect(r.value).toBe('committing');
   expect(r.log).toEqual(['commitOwner']);
   // A late (retransmitted) cutover while committing changes nothing here.
   r.actor.send({ type: 'CUTOVER' });
@@ -122,7 +116,7 @@ test('ABORT after relay-ready is not accepted (the source crossed; only cutover 
 });
 
 describe('every simple path (xstate/graph)', () => {
-  const paths = getSimplePaths(unitTargetMachine, { input: INPUT, events: EVENTS as never });
+  const paths = getSimplePaths(unitTargetMachine, { events: EVENTS as never });
   const terminal = paths.filter((p) => p.state.status === 'done');
 
   test('states that cannot move are exactly the final ones; every final is reached', () => {
@@ -135,7 +129,7 @@ describe('every simple path (xstate/graph)', () => {
     expect(terminal).toHaveLength(7);
   });
 
-  test('replayed with a SimulatedClock, each final path ends done with the output its path implies', () => {
+  test('replayed, each final path ends done with the output its path implies', () => {
     for (const p of terminal) {
       const events = p.steps.map((s) => s.event as PathEvent).filter((e) => (e.type as string) !== 'xstate.init');
       const r = drive(events);

@@ -3,37 +3,35 @@ import { assign, setup } from 'xstate';
 /**
  * Target side of one relocation unit (DESIGN.md "Unit handoff (target)", §9, §10.3, §11, §13).
  *
- *   staging ─► relayReady ─(CUTOVER | cutover-wait fallback)─► committing (S2) ─► open (S3, final)
- *      │                                                           └─ restore validity over / conflict ─► discarded
- *      └─ checksum mismatch, restore failure, abort, staging expiry ─► abandoned (final; before relay-ready:
+ *   staging ─► relayReady ─(CUTOVER | CUTOVER_WAIT_ENDED fallback)─► committing (S2) ─► open (S3, final)
+ *      │                                                                  └─ restore validity over / conflict ─► discarded
+ *      └─ checksum mismatch, restore failure, abort, STAGING_EXPIRED ─► abandoned (final; before relay-ready:
  *         nothing in the temporary queue ran and the target ends none of it, §11)
  *
  * Staging expiry (§11): a unit whose payload does not arrive within restore validity (a lost abort, a source
  * that never sealed) is abandoned, so what it holds is freed and Shutdown (§14 step 3) is not held by it.
  *
- * The CAS retries live in the provided `commitOwner` action (it reports COMMITTED or COMMIT_FAILED); the
- * cutover-wait fallback is this machine's one delay.
+ * No timers here (DESIGN.md "Known performance traps": two `after` delays cost ~12 µs per unit): the coordinator's
+ * shared expiry queues (one timer for many units, FIFO by deadline) send STAGING_EXPIRED after restore validity
+ * and CUTOVER_WAIT_ENDED after the cutover wait; a unit that already left the state ignores them. The hot path
+ * (RESTORED, CUTOVER, COMMITTED) runs no `assign`: the only context writes are on the two cold timer transitions,
+ * and `opened` is read from the final state reached. Data (queues, relay span, objects) stays in the driver.
+ *
+ * The CAS retries live in the provided `commitOwner` action (it reports COMMITTED or COMMIT_FAILED).
  */
 export type UnitTargetEvent =
   | { type: 'RESTORED' } // payload verified and restored; relay-ready was sent
   | { type: 'RESTORE_FAILED' }
   | { type: 'ABORT' } // the source gave up before sealing (deadline, shutdown)
+  | { type: 'STAGING_EXPIRED' } // restore validity passed without the payload (§11), from the shared queue
   | { type: 'CUTOVER' } // pre-boundary relay batch and cutover arrived
+  | { type: 'CUTOVER_WAIT_ENDED' } // the cutover wait passed without a cutover (§13 fallback), from the shared queue
   | { type: 'COMMITTED' } // Location Store CAS applied: this node owns the unit
   | { type: 'COMMIT_FAILED' };
 
-export interface UnitTargetInput {
-  readonly cutoverWaitMs: number;
-  /** How long the unit may wait in staging for its payload (restore validity, §11). */
-  readonly stagingValidityMs: number;
-}
-
 interface UnitTargetContext {
-  cutoverWaitMs: number;
-  stagingValidityMs: number;
   fellBack: boolean;
   expired: boolean;
-  opened: boolean;
 }
 
 export interface UnitTargetOutput {
@@ -46,7 +44,6 @@ export interface UnitTargetOutput {
 
 export const unitTargetMachine = setup({
   types: {
-    input: {} as UnitTargetInput,
     context: {} as UnitTargetContext,
     events: {} as UnitTargetEvent,
     output: {} as UnitTargetOutput,
@@ -62,39 +59,32 @@ export const unitTargetMachine = setup({
     abandon: () => {},
     markExpired: assign({ expired: true }),
     markFallback: assign({ fellBack: true }),
-    markOpened: assign({ opened: true }),
-  },
-  delays: {
-    cutoverWait: ({ context }) => context.cutoverWaitMs,
-    stagingValidity: ({ context }) => context.stagingValidityMs,
   },
 }).createMachine({
   id: 'unitTarget',
-  context: ({ input }) => ({
-    cutoverWaitMs: input.cutoverWaitMs,
-    stagingValidityMs: input.stagingValidityMs,
-    fellBack: false,
-    expired: false,
-    opened: false,
-  }),
+  context: { fellBack: false, expired: false },
   initial: 'staging',
   states: {
     staging: {
-      on: { RESTORED: 'relayReady', RESTORE_FAILED: 'abandoned', ABORT: 'abandoned' },
-      after: { stagingValidity: { target: 'abandoned', actions: 'markExpired' } },
+      on: {
+        RESTORED: 'relayReady',
+        RESTORE_FAILED: 'abandoned',
+        ABORT: 'abandoned',
+        STAGING_EXPIRED: { target: 'abandoned', actions: 'markExpired' },
+      },
     },
     relayReady: {
-      on: { CUTOVER: 'committing' },
-      after: { cutoverWait: { target: 'committing', actions: 'markFallback' } },
+      on: { CUTOVER: 'committing', CUTOVER_WAIT_ENDED: { target: 'committing', actions: 'markFallback' } },
     },
     committing: {
       entry: 'commitOwner',
       // A retransmitted cutover here only replaces the relay span (handled by the driver).
       on: { COMMITTED: 'open', COMMIT_FAILED: 'discarded' },
     },
-    open: { type: 'final', entry: ['openDispatch', 'markOpened'] },
+    open: { type: 'final', entry: 'openDispatch' },
     discarded: { type: 'final', entry: 'discard' },
     abandoned: { type: 'final', entry: 'abandon' },
   },
-  output: ({ context }) => ({ opened: context.opened, fellBack: context.fellBack, expired: context.expired }),
+  // The root's done event names the final state reached (xstate.done.state.unitTarget.<state>).
+  output: ({ context, event }) => ({ opened: event.type === 'xstate.done.state.unitTarget.open', fellBack: context.fellBack, expired: context.expired }),
 });

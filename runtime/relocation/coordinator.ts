@@ -112,6 +112,13 @@ export class RelocationCoordinator {
   private readonly copies: ExpiryQueue<RetransmissionCopy>;
   /** Finished target units kept a while so late retransmissions are answered, then dropped. */
   private readonly finishedTargets: ExpiryQueue<string>;
+  /**
+   * Target-unit deadlines, one shared timer each instead of two `after` delays per unit machine (DESIGN.md
+   * "Known performance traps"): staging validity (§11, from prepare) and the cutover wait (§13, from relay-ready).
+   * Fixed durations, so FIFO order is deadline order; a unit that already left the state ignores the event.
+   */
+  private readonly stagingExpiry: ExpiryQueue<TargetUnit>;
+  private readonly cutoverWaits: ExpiryQueue<TargetUnit>;
   /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
   retransmissionsSent = 0;
@@ -149,6 +156,12 @@ export class RelocationCoordinator {
       this.checkSafeToShutdown();
     });
     this.finishedTargets = new ExpiryQueue(host.clock, Math.max(timing.relocationCutoverWaitTimeoutMs * 2, 5000), (u) => this.targets.delete(u));
+    // Cleared by close() (§14): the transport is gone, no unit is advanced by a deadline any more.
+    const expire = (type: 'STAGING_EXPIRED' | 'CUTOVER_WAIT_ENDED') => (unit: TargetUnit) => {
+      if (!this.closed && unit.actor.getSnapshot().status === 'active') unit.actor.send({ type });
+    };
+    this.stagingExpiry = new ExpiryQueue(host.clock, timing.restoreValidityMs, expire('STAGING_EXPIRED'));
+    this.cutoverWaits = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, expire('CUTOVER_WAIT_ENDED'));
     const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: object }) => {
       const unit = this.sourceByActor.get(self);
       if (unit) run(unit);
@@ -501,12 +514,7 @@ export class RelocationCoordinator {
     for (const key of unit.keys) this.stagingByKey.set(key, unit);
     this.stagedObjects += unit.objectCount;
     this.targets.set(message.u, unit);
-    const actor = createActor(this.targetMachine, {
-      // §11: staging waits for the payload at most restore validity, then the unit is abandoned.
-      input: { cutoverWaitMs: host.options.timing.relocationCutoverWaitTimeoutMs, stagingValidityMs: host.options.timing.restoreValidityMs },
-      clock: host.clock,
-      inspect: host.options.inspect as never,
-    });
+    const actor = createActor(this.targetMachine, { inspect: host.options.inspect as never });
     unit.actor = actor;
     this.targetByActor.set(actor, unit);
     this.activeTargets++;
@@ -526,6 +534,8 @@ export class RelocationCoordinator {
       },
     });
     actor.start();
+    // §11: staging waits for the payload at most restore validity, then the unit is abandoned.
+    this.stagingExpiry.push(unit);
     transport?.send(from, { t: RELOCATION_MESSAGE.prepared, u: message.u });
   }
 
@@ -608,6 +618,13 @@ export class RelocationCoordinator {
     this.follows.clear();
     this.copies.clear();
     this.finishedTargets.clear();
+    this.stagingExpiry.clear();
+    this.cutoverWaits.clear();
+  }
+
+  /** Relay-ready was sent: without a cutover within the cutover wait the unit falls back to the CAS (§13). */
+  awaitCutover(unit: TargetUnit): void {
+    this.cutoverWaits.push(unit);
   }
 
   diagnostics(limit: number): RelocationDiagnostics {

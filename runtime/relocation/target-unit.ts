@@ -90,6 +90,7 @@ export class TargetUnit {
     this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u });
     this.event('relayReady', undefined, this.readyAt);
     this.actor.send({ type: 'RESTORED' });
+    this.coord.awaitCutover(this);
   }
 
   private restore(payload: UnitPayload): void {

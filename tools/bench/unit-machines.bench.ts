@@ -4,18 +4,25 @@
  * at one step gets its event in the same tick, then the next step (DESIGN.md "Relocation at scale").
  *
  * - source: unit-source machine per unit, created as a child of a pool actor (`{ parent, id }`), hot path to S4.
- * - target per unit: one unit-target machine per unit (RESTORED, CUTOVER, COMMITTED).
+ * - target per unit: one unit-target machine per unit (RESTORED, CUTOVER, COMMITTED); its two deadlines are
+ *   entries in two shared expiry queues (staging validity from creation, cutover wait from RESTORED), as the
+ *   coordinator drives it (§11, §13; DESIGN.md "Known performance traps").
  * - target per parcel of P: one unit-target machine per P units that reach their steps together; the per-unit
  *   milestones are a loop over a plain array in the driver (what a parcel driver would do).
  *
  * Measured on the 2-core box (20k units, median of 5, other work running): source 30–39 µs/unit to S4 (the
  * previous 5-transition machine, root actors: ~40 µs/unit to S1 only); target per unit 45–72 µs/unit, of which
  * ~12 µs are its two `after` timers; target per parcel 3 µs/unit (64) and 1 µs/unit (256).
+ * After the `after` timers moved to the coordinator's shared expiry queues and the hot path lost its `assign`
+ * (same box, 20k units, median of 5): target per unit 47–50 → 30 µs/unit; relocation.bench --actors 10000
+ * --stack memory median total 2040–2167 → 1527–1659 ms (S0→S1 p50 unchanged, 24–30 ms).
  */
 import { parseArgs } from 'node:util';
 import { createActor, fromCallback, type AnyActorRef } from 'xstate';
 import { unitSourceMachine } from '../../machines/unit-source.machine';
 import { unitTargetMachine } from '../../machines/unit-target.machine';
+import { systemClock } from '../../runtime/clock';
+import { ExpiryQueue } from '../../runtime/relocation/expiry-queue';
 import { RelocationReason } from '../../runtime/wire';
 
 const { values } = parseArgs({ options: { units: { type: 'string', default: '20000' }, runs: { type: 'string', default: '5' } } });
@@ -23,7 +30,6 @@ const N = Number(values.units);
 const runs = Number(values.runs);
 const tick = () => new Promise<void>((r) => setImmediate(r));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const INPUT = { cutoverWaitMs: 1000, stagingValidityMs: 5000 };
 
 const source = unitSourceMachine.provide({ actions: { prepare: () => {}, sealAndTransfer: () => {}, relayAndCutover: () => {}, restoreSource: () => {}, abandon: () => {} } });
 const target = unitTargetMachine.provide({ actions: { commitOwner: () => {}, openDispatch: () => {}, discard: () => {}, abandon: () => {} } });
@@ -45,16 +51,32 @@ async function sourcePerUnit(): Promise<number> {
 }
 
 async function targetPerUnit(): Promise<number> {
+  type TargetActor = ReturnType<typeof createActor<typeof target>>;
+  const expire = (type: 'STAGING_EXPIRED' | 'CUTOVER_WAIT_ENDED') => (a: TargetActor) => {
+    if (a.getSnapshot().status === 'active') a.send({ type });
+  };
+  const staging = new ExpiryQueue(systemClock, 5000, expire('STAGING_EXPIRED'));
+  const cutoverWait = new ExpiryQueue(systemClock, 1000, expire('CUTOVER_WAIT_ENDED'));
   const t0 = performance.now();
-  const actors = [];
-  for (let i = 0; i < N; i++) actors.push(createActor(target, { input: INPUT, id: `u${i}` }).start());
+  const actors: TargetActor[] = [];
+  for (let i = 0; i < N; i++) {
+    const a = createActor(target, { id: `u${i}` }).start();
+    staging.push(a);
+    actors.push(a);
+  }
   await tick();
   for (const type of ['RESTORED', 'CUTOVER', 'COMMITTED'] as const) {
-    for (const a of actors) a.send({ type });
+    for (const a of actors) {
+      a.send({ type });
+      if (type === 'RESTORED') cutoverWait.push(a);
+    }
     await tick();
   }
   for (const a of actors) if (a.getSnapshot().status !== 'done') throw new Error('unit did not open');
-  return ((performance.now() - t0) * 1000) / N;
+  const us = ((performance.now() - t0) * 1000) / N;
+  staging.clear(); // every unit is done: the events are no-ops; only the shared timers are disarmed
+  cutoverWait.clear();
+  return us;
 }
 
 async function targetPerParcel(size: number): Promise<number> {
@@ -63,7 +85,7 @@ async function targetPerParcel(size: number): Promise<number> {
   for (let p = 0; p < N / size; p++) {
     const units = [];
     for (let i = 0; i < size; i++) units.push({ id: `u${p * size + i}`, at: 0 });
-    parcels.push({ actor: createActor(target, { input: INPUT, id: `p${p}` }).start(), units });
+    parcels.push({ actor: createActor(target, { id: `p${p}` }).start(), units });
   }
   await tick();
   for (const type of ['RESTORED', 'CUTOVER', 'COMMITTED'] as const) {
