@@ -325,4 +325,19 @@ describe('Router', () => {
     expect(await reply).toMatchObject({ kind: 'stale-generation' });
     expect(t.msgsTo(Q)).toEqual([]);
   });
+
+  test('after the old owner left (its marker answered), a message queued behind a re-read keeps the generation', async () => {
+    const t = setup();
+    t.owners.set('x', record(P, 3));
+    t.router.send({ actor: 'x' }, 'first');
+    await settle();
+    t.router.onPeerLeaving(P);
+    t.router.onMessage(P, { t: 'marked', to: 'a:x' } as unknown as RuntimeMessage);
+    t.owners.set('x', record(Q, 4)); // deleted with P's shutdown, created again on Q
+    t.router.send({ actor: 'x' }, 'second'); // the cached route fails (P is leaving): re-read with generation 3
+    const reply = t.router.request({ actor: 'x' }, 'third', { timeoutMs: 60_000 }).catch((error: unknown) => error);
+    await advance(t.clock, 50);
+    expect(await reply).toMatchObject({ kind: 'stale-generation' });
+    expect(t.msgsTo(Q)).toEqual([]);
+  });
 });
