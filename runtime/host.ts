@@ -633,6 +633,7 @@ export class Host implements FrameworkRuntime {
     }
     this.router.close();
     await this.transport?.close();
+    this.objects.releaseAll();
     if (failures.length) throw new AggregateError(failures, 'cleanup could not remove every record');
   }
 
@@ -651,6 +652,7 @@ export class Host implements FrameworkRuntime {
       this.clock.clearTimeout(timer);
     };
     await Promise.all([bounded(lease ? this.stores.descriptors.release(lease) : undefined), bounded(this.transport?.close())]);
+    this.objects.releaseAll();
   }
 }
 

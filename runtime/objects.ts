@@ -414,6 +414,13 @@ export class ObjectServer {
     return hosted;
   }
 
+  /** §14 step 5 done: local scope is cleaned up, so a stopped host the application still holds keeps no workload. */
+  releaseAll(): void {
+    for (const hosted of this.objects.values()) hosted.timers.clear();
+    this.objects.clear();
+    this.deferListeners.clear();
+  }
+
   // ── shutdown (§14 steps 3–5) ───────────────────────────────────────────────────────────
 
   /** Resolves when every lane ran its accepted work. */
