@@ -33,11 +33,59 @@ describe('runtime message validation (hand-checked hot path)', () => {
   });
 
   test('relocation replies and relay frames', () => {
-    expect(parseRelocationMessage({ t: 'r.ready', u: 'u1' })).toBeDefined();
+    expect(parseRelocationMessage({ t: 'r.ready', us: ['u1', 'u2'] })).toBeDefined();
+    expect(parseRelocationMessage({ t: 'r.prepared', us: ['u1'] })).toBeDefined();
+    expect(parseRelocationMessage({ t: 'r.ready', u: 'u1' })).toBeUndefined(); // one wire shape: the batched one
     expect(parseRelocationMessage({ t: 'r.ready' })).toBeUndefined();
+    expect(parseRelocationMessage({ t: 'r.ready', us: [] })).toBeUndefined();
+    expect(parseRelocationMessage({ t: 'r.prepared', us: ['u1', ''] })).toBeUndefined();
+    expect(parseRelocationMessage({ t: 'r.abort', u: 'u1' })).toBeDefined();
+    expect(parseRelocationMessage({ t: 'r.abort' })).toBeUndefined();
+    expect(parseRelocationMessage({ t: 'r.other', u: 'u1' })).toBeUndefined();
     expect(parseRelocationMessage({ t: 'r.relay', u: 'u1', relay: [env], first: true })).toBeDefined();
     expect(parseRelocationMessage({ t: 'r.cutover', u: 'u1', relay: 'x' })).toBeUndefined();
     expect(parseRelocationMessage({ t: 'r.fail', u: 'u1', reason: 6 })).toBeDefined();
     expect(parseRelocationMessage({ t: 'r.fail', u: 'u1', reason: 0 })).toBeUndefined();
+  });
+
+  describe('batched r.prepare', () => {
+    const Counter = { type: 'Counter', kind: 'actor', policy: 'preserve', adapter: 'json' };
+    const Lobby = { type: 'Lobby', kind: 'user', policy: 'recreate', executionMode: 'PerActor' };
+    const good = {
+      t: 'r.prepare',
+      units: [
+        { u: 'u1', kind: 'actor', keys: ['a:1'], ty: [0] },
+        { u: 'u2', kind: 'perActorShell', keys: ['s:l'], ty: [1] },
+        { u: 'u3', kind: 'spotWide', keys: ['s:m', 'a:2'], ty: [1, 0] },
+      ],
+      types: [Counter, Lobby],
+    };
+    test('accepts many units with shared capabilities', () => {
+      expect(parseRelocationMessage(good)).toBe(good);
+      expect(parseRelocationMessage({ ...good, units: [{ u: 'u', kind: 'instance', keys: ['s:i'], ty: [0] }], types: [{ type: 'I', kind: 'instance', policy: 'disable' }] })).toBeDefined();
+    });
+    const unit = good.units[0]!;
+    test.each([
+      ['no units', { ...good, units: [] }],
+      ['units not an array', { ...good, units: unit }],
+      ['no types', { ...good, types: [] }],
+      ['empty unit id', { ...good, units: [{ ...unit, u: '' }] }],
+      ['unknown unit kind', { ...good, units: [{ ...unit, kind: 'user' }] }],
+      ['no keys', { ...good, units: [{ ...unit, keys: [] }] }],
+      ['a key without kind prefix', { ...good, units: [{ ...unit, keys: ['x:1'] }] }],
+      ['an empty key id', { ...good, units: [{ ...unit, keys: ['a:'] }] }],
+      ['no type index', { ...good, units: [{ ...unit, ty: [] }] }],
+      ['a type index out of range', { ...good, units: [{ ...unit, ty: [2] }] }],
+      ['a fractional type index', { ...good, units: [{ ...unit, ty: [0.5] }] }],
+      ['a capability without type', { ...good, types: [{ ...Counter, type: '' }, Lobby] }],
+      ['a capability of unknown kind', { ...good, types: [{ ...Counter, kind: 'spot' }, Lobby] }],
+      ['a capability of unknown policy', { ...good, types: [{ ...Counter, policy: 'keep' }, Lobby] }],
+      ['a non-string adapter', { ...good, types: [{ ...Counter, adapter: 1 }, Lobby] }],
+      ['an unknown execution mode', { ...good, types: [Counter, { ...Lobby, executionMode: 'Shared' }] }],
+      ['a capability that is not an object', { ...good, types: [Counter, null] }],
+      ['the old single-unit shape', { t: 'r.prepare', u: 'u1', kind: 'actor', keys: ['a:1'], types: [Counter] }],
+    ])('refuses %s', (_, bad) => {
+      expect(parseRelocationMessage(bad)).toBeUndefined();
+    });
   });
 });

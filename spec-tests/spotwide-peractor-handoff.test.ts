@@ -551,7 +551,7 @@ describe.each(STACKS)('§17 SpotWide/PerActor handoff on %s', (stackName) => {
     const from: NodeRef = { nodeId: 'ghost', lifecycleGeneration: 1 };
     const { record } = await stack.stores.location.claim({ object: { kind: 'actor', id: 'dup' }, type: 'Player', owner: from, opId: randomUUID() });
     const u = randomUUID().replace(/-/g, '');
-    const prepare = { t: RELOCATION_MESSAGE.prepare, u, kind: 'actor', keys: ['a:dup'], types: [describeType(Player)] };
+    const prepare = { t: RELOCATION_MESSAGE.prepare, units: [{ u, kind: 'actor', keys: ['a:dup'], ty: [0] }], types: [describeType(Player)] };
     const inFlightBefore = target.diagnostics().units.targetInFlight;
     host.relocation.onControl(from, prepare);
     host.relocation.onControl(from, prepare);

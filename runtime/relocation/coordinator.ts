@@ -26,11 +26,12 @@ import type { ParsedRelocationOptions } from '../options';
 import { telemetry } from '../telemetry';
 import type { RelocationResult } from '../types';
 import { FrameworkRuntimeState, nameOf, RelocationOutcome, RelocationReason } from '../wire';
-import { describeType } from './compatibility';
+import { compatible, describeType } from './compatibility';
+import { ControlBatcher } from './control-batcher';
 import { UnitEvents, type UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { fixInventory, type UnitPlan } from './inventory';
-import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE, type PrepareMessage, type PrepareUnit } from './protocol';
 import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { TargetUnit } from './target-unit';
@@ -125,6 +126,8 @@ export class RelocationCoordinator {
   readonly unitEvents = new UnitEvents();
   /** Source-side unit payloads, one parcel per target per tick (DESIGN "Relocation at scale"). */
   readonly parcels = new ParcelSender(() => this.host.transport);
+  /** Per-unit control messages (`r.prepare`, `r.prepared`, `r.ready`), one message per peer and kind per tick (same section). */
+  readonly control = new ControlBatcher(() => this.host.transport);
   /** Target-side owner CASes, coalesced per tick (DESIGN "Relocation at scale"). */
   readonly casBatcher: CasBatcher;
   /** §8 warnings of the current operation: units whose S0→S1 exceeded the target. */
@@ -486,27 +489,54 @@ export class RelocationCoordinator {
         return this.targets.get(message.u)?.onCutover(message);
       case RELOCATION_MESSAGE.abort:
         return this.targets.get(message.u)?.onAbort();
-      default:
-        return this.onSourceReply(from, message);
+      case RELOCATION_MESSAGE.prepared:
+        for (const u of message.us) this.sourceFrom(from, u)?.onPrepared();
+        return;
+      case RELOCATION_MESSAGE.ready:
+        for (const u of message.us) this.sourceFrom(from, u)?.onRelayReady();
+        return;
+      case RELOCATION_MESSAGE.fail:
+        return this.sourceFrom(from, message.u)?.onFail(message.reason as RelocationReason);
     }
   }
 
-  private onSourceReply(from: NodeRef, message: RelocationMessage): void {
-    const unit = this.sources.get((message as { u: string }).u);
-    if (unit && sameNode(unit.target, from)) unit.onReply(message);
+  /** A reply only counts from the unit's own target. */
+  private sourceFrom(from: NodeRef, u: string): SourceUnit | undefined {
+    const unit = this.sources.get(u);
+    return unit && sameNode(unit.target, from) ? unit : undefined;
   }
 
-  private onPrepare(from: NodeRef, message: Extract<RelocationMessage, { t: 'r.prepare' }>): void {
+  /** Per-unit failure reply; batched replies of this turn to that source go first. */
+  private sendFail(to: NodeRef, u: string, reason: RelocationReason, error: string): void {
+    this.control.flush(to);
+    this.host.transport?.send(to, { t: RELOCATION_MESSAGE.fail, u, reason, error });
+  }
+
+  /**
+   * A batched `r.prepare`: each unit is handled exactly as if it had come alone (its own check, `r.prepared` or
+   * `r.fail`, temporary queue and timers); the type capabilities are checked once per message.
+   */
+  private onPrepare(from: NodeRef, message: PrepareMessage): void {
+    let typeOk: boolean[] | undefined;
+    for (const p of message.units) {
+      typeOk ??= message.types.map((cap) => {
+        const def = this.host.types.get(cap.type);
+        return !!def && compatible(cap, describeType(def));
+      });
+      this.onPrepareUnit(from, p, typeOk);
+    }
+  }
+
+  private onPrepareUnit(from: NodeRef, message: PrepareUnit, typeOk: readonly boolean[]): void {
     const host = this.host;
-    const transport = host.transport;
     const existing = this.targets.get(message.u);
     // §17: resending the same relocation request does not create the temporary queue or Restore twice.
-    if (existing) return void transport?.send(from, { t: RELOCATION_MESSAGE.prepared, u: message.u });
-    const fail = (reason: RelocationReason, error: string) => transport?.send(from, { t: RELOCATION_MESSAGE.fail, u: message.u, reason, error });
+    if (existing) return void this.control.prepared(from, message.u);
+    const fail = (reason: RelocationReason, error: string) => this.sendFail(from, message.u, reason, error);
     if (host.state !== FrameworkRuntimeState.Serving || this.closed)
       return void fail(RelocationReason.RelocationFailed, `target is ${nameOf(FrameworkRuntimeState, host.state)}, not Serving`);
     const unit = new TargetUnit(this, from, message);
-    const refusal = unit.check();
+    const refusal = unit.check(typeOk);
     if (refusal !== undefined) return void fail(refusal, 'types, policies, adapters or capacity do not match this target');
     for (const key of unit.keys) {
       if (host.objects.get(key) || this.stagingByKey.has(key)) return void fail(RelocationReason.RelocationFailed, `object ${key} already exists on the target`);
@@ -536,7 +566,8 @@ export class RelocationCoordinator {
     actor.start();
     // §11: staging waits for the payload at most restore validity, then the unit is abandoned.
     this.stagingExpiry.push(unit);
-    transport?.send(from, { t: RELOCATION_MESSAGE.prepared, u: message.u });
+    // The r.prepared replies of this turn go to the source as one message.
+    this.control.prepared(from, message.u);
   }
 
   /** One inbound unit opened or was discarded. */
@@ -557,7 +588,7 @@ export class RelocationCoordinator {
     if (!unit || !sameNode(unit.source, from)) {
       this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
       // An explicit failure before relay-ready: the source restores instead of crossing on silence (§11).
-      if (!unit) this.host.transport?.send(from, { t: RELOCATION_MESSAGE.fail, u: payloadId, reason: RelocationReason.RelocationFailed, error: 'no prepared unit on the target' });
+      if (!unit) this.sendFail(from, payloadId, RelocationReason.RelocationFailed, 'no prepared unit on the target');
       return;
     }
     unit.onPayload(result);

@@ -3,52 +3,61 @@
  * on receipt. The `t` values are wire values: they come from RELOCATION_MESSAGE only.
  */
 import { z } from 'zod';
+import type { TypeCapability } from '../../stores/types';
 import type { RuntimeMessage } from '../../transport/types';
 import { envelopeWireBytes, type Envelope } from '../envelope';
 import { envelopeSchema, isEnvelope } from '../protocol';
 
 export const RELOCATION_MESSAGE = {
-  /** Source → target: register the temporary queue(s) for these objects (before the seal, §8). */
+  /**
+   * Source → target: register the temporary queue(s) of these units (before the seal, §8). One message carries the
+   * units of one I/O turn: `{ units: [{ u, kind, keys, ty }], types }`, where `types` are the type capabilities
+   * (§4 unit compatibility) deduplicated across the units and `ty` indexes the ones each unit uses.
+   */
   prepare: 'r.prepare',
-  /** Target → source: temporary queue registered. */
+  /** Target → source: temporary queue registered, for each unit in `us`. */
   prepared: 'r.prepared',
-  /** Target → source: explicit failure before relay-ready (§11), with a RelocationReason. */
+  /** Target → source: explicit failure before relay-ready (§11), with a RelocationReason; one unit `u`. */
   fail: 'r.fail',
-  /** Target → source: payload verified and restored — the relay-ready reply (§13). */
+  /** Target → source: payload verified and restored — the relay-ready reply (§13), for each unit in `us`. */
   ready: 'r.ready',
   /** Source → target: a leading part of a pre-boundary relay batch too large for one frame (§7: no cap on relay records). */
   relayPart: 'r.relay',
   /** Source → target: (the last part of) the pre-boundary relay batch and one-way cutover (also its retransmission, §13). */
   cutover: 'r.cutover',
-  /** Source → target: the unit did not start (deadline, shutdown); drop the temporary queue. */
+  /** Source → target: the unit `u` did not start (deadline, shutdown); drop the temporary queue. */
   abort: 'r.abort',
 } as const;
 
 export type UnitKind = 'actor' | 'perActorShell' | 'spotWide' | 'instance';
+const UNIT_KINDS: ReadonlySet<unknown> = new Set<UnitKind>(['actor', 'perActorShell', 'spotWide', 'instance']);
+const TYPE_KINDS: ReadonlySet<unknown> = new Set<TypeCapability['kind']>(['actor', 'user', 'instance']);
+const POLICIES: ReadonlySet<unknown> = new Set<TypeCapability['policy']>(['preserve', 'recreate', 'disable']);
+const EXECUTION_MODES: ReadonlySet<unknown> = new Set(['SpotWide', 'PerActor']);
 
-const capability = z.object({
-  type: z.string().min(1),
-  kind: z.enum(['actor', 'user', 'instance']),
-  policy: z.enum(['preserve', 'recreate', 'disable']),
-  adapter: z.string().optional(),
-  executionMode: z.enum(['SpotWide', 'PerActor']).optional(),
-});
-
-export const prepareSchema = z.object({
-  t: z.literal(RELOCATION_MESSAGE.prepare),
-  u: z.string().min(1),
-  kind: z.enum(['actor', 'perActorShell', 'spotWide', 'instance']),
-  keys: z.array(z.string().regex(/^[as]:.+/)).min(1),
-  types: z.array(capability).min(1),
-});
-export const preparedSchema = z.object({ t: z.literal(RELOCATION_MESSAGE.prepared), u: z.string().min(1) });
+/** One unit of an `r.prepare`: its objects' keys and the indexes of its types in the message's `types`. */
+export interface PrepareUnit {
+  u: string;
+  kind: UnitKind;
+  keys: string[];
+  ty: number[];
+}
+export interface PrepareMessage {
+  t: typeof RELOCATION_MESSAGE.prepare;
+  units: PrepareUnit[];
+  types: TypeCapability[];
+}
+/** `r.prepared` / `r.ready`: the same reply for each unit in `us`. */
+export interface UnitsMessage {
+  t: typeof RELOCATION_MESSAGE.prepared | typeof RELOCATION_MESSAGE.ready;
+  us: string[];
+}
 export const failSchema = z.object({
   t: z.literal(RELOCATION_MESSAGE.fail),
   u: z.string().min(1),
   reason: z.number().int().min(1).max(10),
   error: z.string().optional(),
 });
-export const readySchema = z.object({ t: z.literal(RELOCATION_MESSAGE.ready), u: z.string().min(1) });
 /** `first` marks the first frame of one (re)transmitted batch: the target starts the span afresh there (§13). */
 export const relayPartSchema = z.object({
   t: z.literal(RELOCATION_MESSAGE.relayPart),
@@ -66,7 +75,6 @@ export const cutoverSchema = z.object({
 });
 export const abortSchema = z.object({ t: z.literal(RELOCATION_MESSAGE.abort), u: z.string().min(1) });
 
-export type PrepareMessage = z.infer<typeof prepareSchema>;
 export type CutoverMessage = z.infer<typeof cutoverSchema>;
 export type RelayPartMessage = z.infer<typeof relayPartSchema>;
 
@@ -102,21 +110,65 @@ export function relayBatchMessages(u: string, relay: readonly Envelope[], retran
   }));
 }
 
-const relocationMessage = z.discriminatedUnion('t', [prepareSchema, preparedSchema, failSchema, readySchema, relayPartSchema, cutoverSchema, abortSchema]);
-export type RelocationMessage = z.infer<typeof relocationMessage>;
+export type RelocationMessage =
+  | PrepareMessage
+  | UnitsMessage
+  | z.infer<typeof failSchema>
+  | RelayPartMessage
+  | CutoverMessage
+  | z.infer<typeof abortSchema>;
 
 const isUnitId = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+const isUnitIds = (v: unknown): v is string[] => Array.isArray(v) && v.length > 0 && v.every(isUnitId);
+const isOptionalString = (v: unknown) => v === undefined || typeof v === 'string';
+/** An object key of the wire: `a:<id>` or `s:<id>`. */
+const isKey = (v: unknown) => typeof v === 'string' && v.length > 2 && (v.startsWith('a:') || v.startsWith('s:'));
+
+/** A type capability (§4 unit compatibility): the same rules as TypeCapability, checked strictly. */
+function isCapability(v: unknown): v is TypeCapability {
+  if (typeof v !== 'object' || v === null) return false;
+  const c = v as Record<string, unknown>;
+  return (
+    typeof c.type === 'string' &&
+    c.type.length > 0 &&
+    TYPE_KINDS.has(c.kind) &&
+    POLICIES.has(c.policy) &&
+    isOptionalString(c.adapter) &&
+    (c.executionMode === undefined || EXECUTION_MODES.has(c.executionMode))
+  );
+}
+
+function isPrepareUnit(v: unknown, types: number): v is PrepareUnit {
+  if (typeof v !== 'object' || v === null) return false;
+  const p = v as Record<string, unknown>;
+  return (
+    isUnitId(p.u) &&
+    UNIT_KINDS.has(p.kind) &&
+    Array.isArray(p.keys) &&
+    p.keys.length > 0 &&
+    p.keys.every(isKey) &&
+    Array.isArray(p.ty) &&
+    p.ty.length > 0 &&
+    p.ty.every((i) => Number.isInteger(i) && (i as number) >= 0 && (i as number) < types)
+  );
+}
 
 /**
- * One per unit and step: the per-unit replies and the relay/cutover frames are checked by hand (issue [6/10]: no
- * zod on the hot path); `r.prepare` (capabilities) and the rare ones go through their schemas.
+ * Hand-checked, no zod on the hot path (issue [6/10]): the batched prepare (units and capabilities), the batched
+ * replies and the relay/cutover frames; only the rare `r.fail` goes through its schema.
  */
 export function parseRelocationMessage(raw: unknown): RelocationMessage | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
   const m = raw as Record<string, unknown>;
   switch (m.t) {
+    case RELOCATION_MESSAGE.prepare: {
+      const types = m.types;
+      if (!Array.isArray(types) || types.length === 0 || !types.every(isCapability)) return undefined;
+      return Array.isArray(m.units) && m.units.length > 0 && m.units.every((u) => isPrepareUnit(u, types.length)) ? (raw as RelocationMessage) : undefined;
+    }
     case RELOCATION_MESSAGE.prepared:
     case RELOCATION_MESSAGE.ready:
+      return isUnitIds(m.us) ? (raw as RelocationMessage) : undefined;
     case RELOCATION_MESSAGE.abort:
       return isUnitId(m.u) ? (raw as RelocationMessage) : undefined;
     case RELOCATION_MESSAGE.cutover:
@@ -128,7 +180,10 @@ export function parseRelocationMessage(raw: unknown): RelocationMessage | undefi
         (m.retransmit === undefined || typeof m.retransmit === 'boolean')
         ? (raw as RelocationMessage)
         : undefined;
+    case RELOCATION_MESSAGE.fail: {
+      const parsed = failSchema.safeParse(raw);
+      return parsed.success ? parsed.data : undefined;
+    }
   }
-  const parsed = relocationMessage.safeParse(raw);
-  return parsed.success ? parsed.data : undefined;
+  return undefined;
 }

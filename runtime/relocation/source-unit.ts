@@ -18,7 +18,7 @@ import type { RelocationCoordinator } from './coordinator';
 import { unitObjects, type UnitPlan } from './inventory';
 import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';
 import { describeType } from './compatibility';
-import { relayBatchMessages, RELOCATION_MESSAGE, type RelocationMessage } from './protocol';
+import { relayBatchMessages, RELOCATION_MESSAGE } from './protocol';
 import type { UnitEvent } from './events';
 import type { SealGate } from './seal-gate';
 
@@ -97,18 +97,22 @@ export class SourceUnit {
 
   prepareTarget(): void {
     this.prepareSent = true;
-    const ok = this.send({
-      t: RELOCATION_MESSAGE.prepare,
-      u: this.plan.id,
-      kind: this.plan.kind,
-      keys: [...this.keys],
-      types: this.typesInUse(),
+    // One r.prepare per target per turn carries this unit with the others (DESIGN "Relocation at scale"); a message
+    // the transport did not take fails each unit it carried, as a refused single send did.
+    this.coord.control.prepare(this.target, { u: this.plan.id, kind: this.plan.kind, keys: [...this.keys] }, this.typesInUse(), () => {
+      if (this.at === 'waiting') this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
     });
-    if (!ok) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+  }
+
+  /** §11: `r.abort` never overtakes this unit's `r.prepare` still waiting in the turn's batch. */
+  private sendAbort(): void {
+    if (!this.prepareSent) return;
+    this.coord.control.flush(this.target);
+    this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
   }
 
   /** r.prepared: the temporary queue is registered; wait for a seal permit and the safe point next. */
-  private onPrepared(): void {
+  onPrepared(): void {
     if (this.prepared || this.stop.signal.aborted || this.at !== 'waiting') return;
     this.prepared = true;
     this.awaitSafePoint();
@@ -232,11 +236,14 @@ export class SourceUnit {
     }, wait);
   }
 
-  /** r.prepared / r.fail / r.ready from the target. */
-  onReply(message: RelocationMessage): void {
-    if (message.t === RELOCATION_MESSAGE.prepared) this.onPrepared();
-    else if (message.t === RELOCATION_MESSAGE.ready) this.actor.send({ type: 'RELAY_READY' });
-    else if (message.t === RELOCATION_MESSAGE.fail) this.actor.send({ type: 'FAILED', reason: message.reason as RelocationReason });
+  /** r.ready from the target (one entry of a batched reply, §13). */
+  onRelayReady(): void {
+    this.actor.send({ type: 'RELAY_READY' });
+  }
+
+  /** r.fail from the target: an explicit failure before relay-ready (§11). */
+  onFail(reason: RelocationReason): void {
+    this.actor.send({ type: 'FAILED', reason });
   }
 
   /** Entry of `following`: ordered relay, one-way cutover submit (S1), Message Follow from here until S4 (§8, §13). */
@@ -276,7 +283,7 @@ export class SourceUnit {
     this.event('restored', undefined, this.coord.host.clock.now());
     this.resumeLane();
     this.lease?.release();
-    if (this.prepareSent) this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
+    this.sendAbort();
     const root = this.plan.root;
     if (this.plan.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') objects.runReadyCompleted(root, 'Continued');
   }
@@ -289,7 +296,7 @@ export class SourceUnit {
     const listeners = this.coord.host.objects.deferListeners;
     listeners.delete(this.plan.root.key);
     this.resumeLane();
-    if (this.prepareSent) this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
+    this.sendAbort();
   }
 
   /** STOP (deadline, shutdown): honoured only before the seal. */

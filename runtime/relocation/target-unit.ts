@@ -14,9 +14,8 @@ import type { Hosted } from '../objects';
 import { telemetry } from '../telemetry';
 import { RelocationReason } from '../wire';
 import type { RelocationCoordinator } from './coordinator';
-import { compatible, describeType } from './compatibility';
 import { decodePayload, type UnitPayload } from './payload';
-import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareMessage, type RelayPartMessage } from './protocol';
+import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareUnit, type RelayPartMessage } from './protocol';
 import type { UnitEvent } from './events';
 
 export class TargetUnit {
@@ -46,7 +45,7 @@ export class TargetUnit {
   constructor(
     private readonly coord: RelocationCoordinator,
     readonly source: NodeRef,
-    readonly prepare: PrepareMessage,
+    readonly prepare: PrepareUnit,
   ) {
     this.keys = prepare.keys;
   }
@@ -55,13 +54,13 @@ export class TargetUnit {
     return this.keys.length;
   }
 
-  /** Checks types and capacity before registering the temporary queue. */
-  check(): RelocationReason | undefined {
+  /**
+   * Checks types and capacity before registering the temporary queue. `typeOk[i]`: whether the prepare message's
+   * i-th capability matches this target (checked once per message, §4 unit compatibility).
+   */
+  check(typeOk: readonly boolean[]): RelocationReason | undefined {
     const host = this.coord.host;
-    for (const cap of this.prepare.types) {
-      const def = host.types.get(cap.type);
-      if (!def || !compatible(cap, describeType(def))) return RelocationReason.StateIncompatible;
-    }
+    for (const i of this.prepare.ty) if (!typeOk[i]) return RelocationReason.StateIncompatible;
     if (host.objects.size + this.coord.inboundObjects + this.keys.length > host.options.capacity) return RelocationReason.StateIncompatible;
     return undefined;
   }
@@ -73,7 +72,7 @@ export class TargetUnit {
   };
 
   onPayload(result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
-    if (this.payload) return void this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u }); // resent: restore once
+    if (this.payload) return void this.coord.control.ready(this.source, this.prepare.u); // resent: restore once
     // Abandoned before its payload came (expired, aborted): an explicit failure before relay-ready, so the source
     // restores its work (§11) instead of waiting for a reply that never comes.
     if (this.actor.getSnapshot().status !== 'active')
@@ -87,7 +86,8 @@ export class TargetUnit {
       return this.fail(RelocationReason.RelocationFailed, `restore failed: ${(error as Error).message}`);
     }
     this.readyAt = this.coord.host.clock.now();
-    this.reply({ t: RELOCATION_MESSAGE.ready, u: this.prepare.u });
+    // Relay-ready of every unit restored in this turn goes to its source as one r.ready.
+    this.coord.control.ready(this.source, this.prepare.u);
     this.event('relayReady', undefined, this.readyAt);
     this.actor.send({ type: 'RESTORED' });
     this.coord.awaitCutover(this);
@@ -142,7 +142,9 @@ export class TargetUnit {
     this.actor.send({ type: 'ABORT' });
   }
 
+  /** Per-unit (rare): after any batched reply of this turn, so it never overtakes this unit's `r.prepared`. */
   private reply(message: { t: string } & Record<string, unknown>): void {
+    this.coord.control.flush(this.source);
     this.coord.host.transport?.send(this.source, message);
   }
 

@@ -48,7 +48,8 @@ describe.each(STACKS)('Cutover retransmission on %s', (stackName) => {
         handlers: {
           ...options.handlers,
           onMessage: (from, message: RuntimeMessage) => {
-            if (message.t === 'r.prepare' && message.kind === 'spotWide') spotWideUnit = message.u as string;
+            if (message.t === 'r.prepare')
+              for (const unit of message.units as { u: string; kind: string }[]) if (unit.kind === 'spotWide') spotWideUnit = unit.u;
             if (message.t === 'r.relay' || message.t === 'r.cutover') {
               seen.push({ t: message.t, u: message.u as string, relay: (message.relay as unknown[]).length, retransmit: !!message.retransmit, first: !!message.first });
               if (message.t === 'r.cutover' && message.u === spotWideUnit && !dropped) {

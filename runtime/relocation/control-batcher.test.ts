@@ -1,0 +1,108 @@
+import type { NodeRef, TypeCapability } from '../../stores/types';
+import type { RuntimeMessage, Transport } from '../../transport/types';
+import { CONTROL_BATCH_BYTES, ControlBatcher } from './control-batcher';
+import { parseRelocationMessage } from './protocol';
+
+const a: NodeRef = { nodeId: 'a', lifecycleGeneration: 1 };
+const b: NodeRef = { nodeId: 'b', lifecycleGeneration: 1 };
+const Counter: TypeCapability = { type: 'Counter', kind: 'actor', policy: 'preserve', adapter: 'json' };
+const Lobby: TypeCapability = { type: 'Lobby', kind: 'user', policy: 'recreate', executionMode: 'SpotWide' };
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+function recording(ok = true) {
+  const sent: { peer: string; message: RuntimeMessage }[] = [];
+  const transport = { send: (peer: NodeRef, message: RuntimeMessage) => (sent.push({ peer: peer.nodeId, message }), ok) } as unknown as Transport;
+  return { sent, transport };
+}
+
+describe('ControlBatcher', () => {
+  test('the prepares of one turn go as one r.prepare per target, capabilities deduplicated and indexed per unit', async () => {
+    const { sent, transport } = recording();
+    const control = new ControlBatcher(() => transport);
+    control.prepare(a, { u: 'u1', kind: 'actor', keys: ['a:1'] }, [Counter], () => undefined);
+    control.prepare(a, { u: 'u2', kind: 'spotWide', keys: ['s:l', 'a:2'] }, [Lobby, Counter], () => undefined);
+    control.prepare(b, { u: 'u3', kind: 'actor', keys: ['a:3'] }, [Counter], () => undefined);
+    expect(sent).toEqual([]);
+    await turn();
+    expect(sent).toEqual([
+      {
+        peer: 'a',
+        message: {
+          t: 'r.prepare',
+          units: [
+            { u: 'u1', kind: 'actor', keys: ['a:1'], ty: [0] },
+            { u: 'u2', kind: 'spotWide', keys: ['s:l', 'a:2'], ty: [1, 0] },
+          ],
+          types: [Counter, Lobby],
+        },
+      },
+      { peer: 'b', message: { t: 'r.prepare', units: [{ u: 'u3', kind: 'actor', keys: ['a:3'], ty: [0] }], types: [Counter] } },
+    ]);
+    for (const { message } of sent) expect(parseRelocationMessage(message)).toBeDefined();
+  });
+
+  test('replies of one turn go as one r.prepared and one r.ready per source, prepared first', async () => {
+    const { sent, transport } = recording();
+    const control = new ControlBatcher(() => transport);
+    control.ready(a, 'u0');
+    control.prepared(a, 'u1');
+    control.prepared(a, 'u2');
+    control.ready(a, 'u1');
+    await turn();
+    expect(sent.map((s) => s.message)).toEqual([
+      { t: 'r.prepared', us: ['u1', 'u2'] },
+      { t: 'r.ready', us: ['u0', 'u1'] },
+    ]);
+    await turn();
+    expect(sent).toHaveLength(2); // nothing twice
+  });
+
+  test('flush(peer) sends that peer at once (a per-unit abort or fail never overtakes its batch); others wait for the turn', async () => {
+    const { sent, transport } = recording();
+    const control = new ControlBatcher(() => transport);
+    control.prepare(a, { u: 'u1', kind: 'actor', keys: ['a:1'] }, [Counter], () => undefined);
+    control.prepared(b, 'x');
+    control.flush(a);
+    expect(sent.map((s) => [s.peer, s.message.t])).toEqual([['a', 'r.prepare']]);
+    control.flush(a); // nothing waiting: no message
+    await turn();
+    expect(sent.map((s) => [s.peer, s.message.t])).toEqual([
+      ['a', 'r.prepare'],
+      ['b', 'r.prepared'],
+    ]);
+  });
+
+  test('a message the transport does not take fails each unit it carried', async () => {
+    const { transport } = recording(false);
+    const control = new ControlBatcher(() => transport);
+    const failed: string[] = [];
+    for (const u of ['u1', 'u2']) control.prepare(a, { u, kind: 'actor', keys: [`a:${u}`] }, [Counter], () => failed.push(u));
+    await turn();
+    expect(failed).toEqual(['u1', 'u2']);
+    const none = new ControlBatcher(() => undefined);
+    none.prepare(a, { u: 'u3', kind: 'actor', keys: ['a:u3'] }, [Counter], () => failed.push('u3'));
+    await turn();
+    expect(failed).toEqual(['u1', 'u2', 'u3']);
+  });
+
+  test('a turn larger than one message is split by size; each part carries only its units’ capabilities', async () => {
+    const { sent, transport } = recording();
+    const control = new ControlBatcher(() => transport);
+    const key = 'x'.repeat(1000);
+    const count = Math.ceil((CONTROL_BATCH_BYTES * 2.5) / 1000);
+    for (let i = 0; i < count; i++) control.prepare(a, { u: `u${i}`, kind: 'actor', keys: [`a:${i}${key}`] }, [i < count - 1 ? Counter : Lobby], () => undefined);
+    for (let i = 0; i < 100_000; i++) control.ready(a, `unit-${i}-${'y'.repeat(20)}`);
+    await turn();
+    const prepares = sent.filter((s) => s.message.t === 'r.prepare').map((s) => s.message as unknown as { units: { u: string; ty: number[] }[]; types: TypeCapability[] });
+    expect(prepares.length).toBe(3);
+    expect(prepares.flatMap((p) => p.units.map((u) => u.u))).toEqual(Array.from({ length: count }, (_, i) => `u${i}`));
+    expect(prepares[0]!.types).toEqual([Counter]);
+    const last = prepares[2]!;
+    expect(last.types).toEqual([Counter, Lobby]);
+    expect(last.units.at(-1)!.ty).toEqual([1]);
+    for (const s of sent) expect(parseRelocationMessage(s.message)).toBeDefined();
+    const ready = sent.filter((s) => s.message.t === 'r.ready').map((s) => (s.message as unknown as { us: string[] }).us);
+    expect(ready.length).toBeGreaterThan(1);
+    expect(ready.flat()).toHaveLength(100_000);
+  });
+});

@@ -1,0 +1,147 @@
+/**
+ * Control messages of many units as one message (DESIGN.md "Relocation at scale", Parcels: "one `r.prepare`, …
+ * Per-unit results stay per unit"). The units that reach the same step in the same I/O turn for the same peer go
+ * as one `r.prepare` (source → target, type capabilities deduplicated across the units), one `r.prepared` and one
+ * `r.ready` (target → source). Each unit still gets its own reply, failure and timers; only the envelope is shared.
+ *
+ * Order per unit on the connection is kept: a batch goes out at the end of the turn (setImmediate, like the
+ * parcels), in the order prepare → prepared → ready; a per-unit message that must not overtake a batched one
+ * (`r.abort` after its `r.prepare`, §11; `r.fail` after a `r.prepared`) calls `flush(peer)` first.
+ */
+import type { NodeRef, TypeCapability } from '../../stores/types';
+import type { Transport } from '../../transport/types';
+import { nodeKey } from '../keys';
+import { RELOCATION_MESSAGE, type PrepareUnit } from './protocol';
+
+/** Estimated encoded bytes per message: well under the transport's frame limit (default 4 MiB). */
+export const CONTROL_BATCH_BYTES = 1024 * 1024;
+
+interface PendingPrepare {
+  readonly unit: PrepareUnit;
+  /** The transport did not take the message: the unit fails at once, as a refused single send did. */
+  readonly unsent: () => void;
+}
+
+interface Pending {
+  readonly peer: NodeRef;
+  prepares: PendingPrepare[];
+  /** Capabilities of the prepares' types, deduplicated by type name; `PrepareUnit.ty` indexes into it. */
+  types: TypeCapability[];
+  typeIndex: Map<string, number>;
+  prepared: string[];
+  ready: string[];
+}
+
+/** Rough encoded size of one unit id / key in a control message (msgpack string header and the string). */
+const idBytes = (s: string) => s.length + 5;
+
+export class ControlBatcher {
+  private readonly pending = new Map<string, Pending>();
+  private scheduled: NodeJS.Immediate | undefined;
+
+  constructor(private readonly transport: () => Transport | undefined) {}
+
+  private entry(peer: NodeRef): Pending {
+    const key = nodeKey(peer);
+    let entry = this.pending.get(key);
+    if (!entry) this.pending.set(key, (entry = { peer, prepares: [], types: [], typeIndex: new Map(), prepared: [], ready: [] }));
+    // setImmediate: every unit that reaches this step in this I/O turn joins the same message.
+    this.scheduled ??= setImmediate(() => this.flushAll());
+    return entry;
+  }
+
+  /** Source → target: register this unit's temporary queue (§8), with the capabilities of the types it uses. */
+  prepare(target: NodeRef, unit: Omit<PrepareUnit, 'ty'>, types: readonly TypeCapability[], unsent: () => void): void {
+    const entry = this.entry(target);
+    const ty: number[] = [];
+    for (const cap of types) {
+      let i = entry.typeIndex.get(cap.type);
+      if (i === undefined) {
+        i = entry.types.push(cap) - 1;
+        entry.typeIndex.set(cap.type, i);
+      }
+      ty.push(i);
+    }
+    entry.prepares.push({ unit: { u: unit.u, kind: unit.kind, keys: unit.keys, ty }, unsent });
+  }
+
+  /** Target → source: the unit's temporary queue is registered. */
+  prepared(source: NodeRef, u: string): void {
+    this.entry(source).prepared.push(u);
+  }
+
+  /** Target → source: the unit's payload is verified and restored — relay-ready (§13). */
+  ready(source: NodeRef, u: string): void {
+    this.entry(source).ready.push(u);
+  }
+
+  /** Sends what waits for this peer now (before a per-unit message that must not overtake it). */
+  flush(peer: NodeRef): void {
+    if (this.pending.size === 0) return;
+    const key = nodeKey(peer);
+    const entry = this.pending.get(key);
+    if (!entry) return;
+    this.pending.delete(key);
+    this.send(entry);
+  }
+
+  private flushAll(): void {
+    this.scheduled = undefined;
+    const entries = [...this.pending.values()];
+    this.pending.clear();
+    for (const entry of entries) this.send(entry);
+  }
+
+  private send(entry: Pending): void {
+    const transport = this.transport();
+    const { peer } = entry;
+    if (entry.prepares.length > 0) {
+      for (const part of split(entry.prepares, (p) => idBytes(p.unit.u) + 16 + p.unit.keys.reduce((n, k) => n + idBytes(k), 0) + 2 * p.unit.ty.length)) {
+        // Only the capabilities this message's units use, re-indexed when the batch was split.
+        const { types, units } = part.length === entry.prepares.length ? { types: entry.types, units: part.map((p) => p.unit) } : reindex(part, entry.types);
+        const ok = transport?.send(peer, { t: RELOCATION_MESSAGE.prepare, units, types }) ?? false;
+        if (!ok) for (const p of part) p.unsent();
+      }
+    }
+    for (const [t, us] of [
+      [RELOCATION_MESSAGE.prepared, entry.prepared],
+      [RELOCATION_MESSAGE.ready, entry.ready],
+    ] as const) {
+      if (us.length === 0) continue;
+      for (const part of split(us, idBytes)) transport?.send(peer, { t, us: part });
+    }
+  }
+}
+
+/** Consecutive runs whose estimated size stays under CONTROL_BATCH_BYTES (at least one item each). */
+function split<T>(items: T[], size: (item: T) => number): T[][] {
+  const parts: T[][] = [];
+  let part: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const n = size(item);
+    if (part.length > 0 && bytes + n > CONTROL_BATCH_BYTES) {
+      parts.push(part);
+      part = [];
+      bytes = 0;
+    }
+    part.push(item);
+    bytes += n;
+  }
+  if (part.length > 0) parts.push(part);
+  return parts;
+}
+
+function reindex(part: PendingPrepare[], all: readonly TypeCapability[]): { types: TypeCapability[]; units: PrepareUnit[] } {
+  const types: TypeCapability[] = [];
+  const index = new Map<number, number>();
+  const units = part.map(({ unit }) => ({
+    ...unit,
+    ty: unit.ty.map((i) => {
+      let j = index.get(i);
+      if (j === undefined) index.set(i, (j = types.push(all[i]!) - 1));
+      return j;
+    }),
+  }));
+  return { types, units };
+}
