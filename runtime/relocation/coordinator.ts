@@ -118,8 +118,9 @@ export class RelocationCoordinator {
    * "Known performance traps"): staging validity (§11, from prepare) and the cutover wait (§13, from relay-ready).
    * Fixed durations, so FIFO order is deadline order; a unit that already left the state ignores the event.
    */
-  private readonly stagingExpiry: ExpiryQueue<TargetUnit>;
-  private readonly cutoverWaits: ExpiryQueue<TargetUnit>;
+  /** Unit ids, not units: a unit that ended early is not kept alive until its deadline passes (issue [6/10] RSS). */
+  private readonly stagingExpiry: ExpiryQueue<string>;
+  private readonly cutoverWaits: ExpiryQueue<string>;
   /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
   retransmissionsSent = 0;
@@ -160,8 +161,9 @@ export class RelocationCoordinator {
     });
     this.finishedTargets = new ExpiryQueue(host.clock, Math.max(timing.relocationCutoverWaitTimeoutMs * 2, 5000), (u) => this.targets.delete(u));
     // Cleared by close() (§14): the transport is gone, no unit is advanced by a deadline any more.
-    const expire = (type: 'STAGING_EXPIRED' | 'CUTOVER_WAIT_ENDED') => (unit: TargetUnit) => {
-      if (!this.closed && unit.actor.getSnapshot().status === 'active') unit.actor.send({ type });
+    const expire = (type: 'STAGING_EXPIRED' | 'CUTOVER_WAIT_ENDED') => (id: string) => {
+      const unit = this.targets.get(id);
+      if (!this.closed && unit && unit.actor.getSnapshot().status === 'active') unit.actor.send({ type });
     };
     this.stagingExpiry = new ExpiryQueue(host.clock, timing.restoreValidityMs, expire('STAGING_EXPIRED'));
     this.cutoverWaits = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, expire('CUTOVER_WAIT_ENDED'));
@@ -554,6 +556,7 @@ export class RelocationCoordinator {
         if (output.fellBack) telemetry.cutoverTimeout({ unitKind: message.kind });
         if (output.expired) host.log('warn', `relocation unit ${message.u} from ${from.nodeId} expired in staging (no payload within restore validity)`);
         this.targetEnded();
+        unit.releaseFinished();
         this.finishedTargets.push(message.u);
       },
       error: (error) => {
@@ -565,7 +568,7 @@ export class RelocationCoordinator {
     });
     actor.start();
     // §11: staging waits for the payload at most restore validity, then the unit is abandoned.
-    this.stagingExpiry.push(unit);
+    this.stagingExpiry.push(message.u);
     // The r.prepared replies of this turn go to the source as one message.
     this.control.prepared(from, message.u);
   }
@@ -655,7 +658,7 @@ export class RelocationCoordinator {
 
   /** Relay-ready was sent: without a cutover within the cutover wait the unit falls back to the CAS (§13). */
   awaitCutover(unit: TargetUnit): void {
-    this.cutoverWaits.push(unit);
+    this.cutoverWaits.push(unit.prepare.u);
   }
 
   diagnostics(limit: number): RelocationDiagnostics {

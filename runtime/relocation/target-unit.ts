@@ -31,11 +31,26 @@ export class TargetUnit {
   private temporary: Envelope[] = [];
   private restored: Hosted[] = [];
   private lane: Lane | undefined;
-  private payload: UnitPayload | undefined;
+  /** The payload arrived and was restored (a resent payload is answered, never restored twice). */
+  private payloadRestored = false;
 
   /** Still waiting for its payload (a parcel that cannot be read fails these explicitly, see coordinator). */
   get awaitingPayload(): boolean {
-    return this.payload === undefined && this.actor.getSnapshot().status === 'active';
+    return !this.payloadRestored && this.actor.getSnapshot().status === 'active';
+  }
+
+  /**
+   * The unit ended (dispatch opened, or discarded): the coordinator keeps it a while longer to recognise a resent
+   * prepare or payload, so it lets go of everything heavy now — the objects belong to the Object Server (issue
+   * [6/10] RSS: finished units held ~7 KB each until their entry expired).
+   */
+  releaseFinished(): void {
+    this.restored = [];
+    this.saved = [];
+    this.relay = [];
+    this.incoming = [];
+    this.temporary = [];
+    this.lane = undefined;
   }
   private readyAt = 0;
   private s2 = 0;
@@ -72,15 +87,15 @@ export class TargetUnit {
   };
 
   onPayload(result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
-    if (this.payload) return void this.coord.control.ready(this.source, this.prepare.u); // resent: restore once
+    if (this.payloadRestored) return void this.coord.control.ready(this.source, this.prepare.u); // resent: restore once
     // Abandoned before its payload came (expired, aborted): an explicit failure before relay-ready, so the source
     // restores its work (§11) instead of waiting for a reply that never comes.
     if (this.actor.getSnapshot().status !== 'active')
       return void this.reply({ t: RELOCATION_MESSAGE.fail, u: this.prepare.u, reason: RelocationReason.RelocationFailed, error: 'the target unit expired before its payload arrived' });
     if (!result.ok) return this.fail(RelocationReason.RelocationFailed, `payload rejected: ${result.error.message}`);
     try {
-      this.payload = decodePayload(result.bytes);
-      this.restore(this.payload);
+      this.restore(decodePayload(result.bytes));
+      this.payloadRestored = true;
     } catch (error) {
       this.restored = [];
       return this.fail(RelocationReason.RelocationFailed, `restore failed: ${(error as Error).message}`);
