@@ -585,8 +585,8 @@ export class Router {
     const env = message.env as Envelope;
     if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return this.reroute(env, from);
     const key = env.to;
-    const mark = this.marking.get(key);
-    if (mark) return void mark.held.push(env); // it came back before the marker's answer: it goes first
+    // A bounce always goes through the re-route (even while an order marker is out): the re-route counts the bounces
+    // back up to the last message sent, and whatever the marker holds joins the same per-object queue on release.
     let entry = this.rerouting.get(key);
     if (!entry) {
       this.routes.delete(key);
