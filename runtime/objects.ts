@@ -33,6 +33,8 @@ export interface ObjectServerDeps {
   readonly types: ReadonlyMap<string, ObjectDefinition>;
   /** Sends the one terminal of a request back to its caller. */
   reply(env: Envelope, terminal: Terminal): void;
+  /** §12: a message for another ObjectGeneration reached an object: a request ends stale-generation, a one-way sender is told. */
+  rejectStaleGeneration(env: Envelope, current: number): void;
   send(to: ObjectRef, message: unknown): void;
   request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
   log(level: 'warn' | 'error', message: string, error?: unknown): void;
@@ -300,9 +302,10 @@ export class ObjectServer {
   deliver(env: Envelope): boolean {
     const obj = this.objects.get(env.to);
     if (!obj) return false;
+    // §12: packets of a previous generation are rejected, never handed to a re-created object (the one check,
+    // for routed messages and for the work a relocated unit merges).
     if (env.gen !== 0 && env.gen !== obj.objectGeneration) {
-      // §12: packets of a previous generation are rejected.
-      if (env.req) this.deps.reply(env, { ok: false, kind: 'stale-generation', error: `object generation ${env.gen} is not current (${obj.objectGeneration})` });
+      this.deps.rejectStaleGeneration(env, obj.objectGeneration);
       return true;
     }
     if (obj.hold) obj.hold.push(env);

@@ -200,8 +200,6 @@ export class Router {
     const local = this.deps.objects.get(env.to);
     if (local) {
       if (refusal) return this.terminal(env, refusal);
-      // §12: packets of a previous generation are rejected, never handed to a re-created object.
-      if (env.gen !== 0 && env.gen !== local.objectGeneration) return this.staleGeneration(env, local.objectGeneration);
       if (!inbound && this.heldBehindOldRoute(env)) return;
       this.deps.objects.deliver(env);
       return;
@@ -647,7 +645,7 @@ export class Router {
   }
 
   /** §12: a message for an older ObjectGeneration. Requests end stale-generation; a one-way sender drops its route. */
-  private staleGeneration(env: Envelope, current: number): void {
+  rejectStaleGeneration(env: Envelope, current: number): void {
     if (env.req) return this.reply(env, { ok: false, kind: 'stale-generation', error: `object generation ${env.gen} is not current (${current})` });
     this.undeliverable(env, 'stale-generation', `object generation ${env.gen} is not current (${current})`);
     if (sameNode(env.from, this.deps.self)) return void this.routes.delete(env.to);
