@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { createRuntime, memoryStores, redisStores, type FrameworkRuntime, type RuntimeOptions, type Stores } from '../../runtime';
+import { deleteKeys } from '../../stores/redis/delete-keys';
 
 export type StackName = 'memory+in-process' | 'redis+ws';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -47,12 +48,7 @@ export async function makeStack(name: StackName): Promise<Stack> {
       if (name === 'redis+ws') {
         const redis = new Redis(REDIS_URL);
         try {
-          let cursor = '0';
-          do {
-            const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-            cursor = next;
-            if (keys.length) await redis.del(...keys);
-          } while (cursor !== '0');
+          await deleteKeys(redis, prefix);
         } finally {
           redis.disconnect();
         }

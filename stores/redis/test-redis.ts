@@ -43,12 +43,4 @@ export function adminClient(): Redis {
   return new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
 }
 
-/** Deletes every key under the prefix. */
-export async function deleteKeys(admin: Redis, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length > 0) await admin.del(...keys);
-  } while (cursor !== '0');
-}
+export { deleteKeys } from './delete-keys';

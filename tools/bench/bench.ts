@@ -33,6 +33,7 @@ import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
 import { actorId, compareSeen, installMetrics, pct, pool, sleep, sortNum, STATE_BYTES, type Call, type Reply } from './bench-common';
+import { deleteKeys } from '../../stores/redis/delete-keys';
 
 const USAGE = `usage: npm run bench -- [--n <actors>] [--stack redis|memory] [--rate <msg/s>] [--url <redis url>] [--out <file>]
   --n      number of Entry Actors (1 KiB state each), default 10000; 100000 is the documented large run
@@ -394,13 +395,8 @@ function log(message: string): void {
   console.error(`[bench ${new Date().toISOString().slice(11, 23)}] ${message}`);
 }
 
-async function cleanup(redis: Redis): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+function cleanup(redis: Redis): Promise<void> {
+  return deleteKeys(redis, prefix);
 }
 
 type Results = {

@@ -19,6 +19,7 @@ import {
   type FrameworkRuntime,
   type UnitEvent,
 } from '../../runtime';
+import { deleteKeys } from '../../stores/redis/delete-keys';
 
 const { values } = parseArgs({
   options: {
@@ -87,12 +88,7 @@ async function once(run: number): Promise<{ totalMs: number; p50: number; p99: n
     await stores.close();
     if (values.stack === 'redis') {
       const redis = new Redis(values.url!);
-      let cursor = '0';
-      do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        if (keys.length) await redis.del(...keys);
-      } while (cursor !== '0');
+      await deleteKeys(redis, prefix);
       redis.disconnect();
     }
   }

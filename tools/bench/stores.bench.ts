@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util';
 import Redis from 'ioredis';
 import { redisStores } from '../../stores/redis/redis-stores';
 import type { NodeRef, ObjectId, Stores } from '../../stores/types';
+import { deleteKeys } from '../../stores/redis/delete-keys';
 
 const { values } = parseArgs({
   options: {
@@ -121,12 +122,7 @@ async function main(): Promise<void> {
       console.log(`flip ${String(size).padStart(6)}: ${wallMs.toFixed(1)} ms wall, ${serverMs.toFixed(1)} ms server  (median of ${runs})`);
     }
   } finally {
-    let cursor = '0';
-    do {
-      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await admin.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeys(admin, prefix);
     await stores.close();
     admin.disconnect();
   }

@@ -23,7 +23,7 @@ import { unitSourceMachine } from '../../machines/unit-source.machine';
 import { unitTargetMachine } from '../../machines/unit-target.machine';
 import { systemClock } from '../../runtime/clock';
 import { ExpiryQueue } from '../../runtime/relocation/expiry-queue';
-import { RelocationReason } from '../../runtime/wire';
+import { RelocationReason } from '../../vocabulary';
 
 const { values } = parseArgs({ options: { units: { type: 'string', default: '20000' }, runs: { type: 'string', default: '5' } } });
 const N = Number(values.units);
