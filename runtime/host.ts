@@ -28,8 +28,8 @@ import { Router } from './router';
 import { RELOCATION_CHANGED, StatusPublisher, TERMINATION_CHANGED, type HostEventListener, type HostEventName } from './status';
 import { UNIT_CHANGED, type UnitListener } from './relocation/events';
 import { telemetry } from './telemetry';
-import type { RelocationOptions, RelocationResult, RuntimeStatus, TerminationResult } from './types';
-import { FrameworkRuntimeState, TerminationOutcome, TerminationReason } from './wire';
+import type { RelocationOptions, RelocationResult, RuntimeStatus, TerminationResult } from '../vocabulary';
+import { FrameworkRuntimeState, TerminationOutcome, TerminationReason } from '../vocabulary';
 import type { ObjectDefinition } from './definitions';
 import { describeTypes } from './relocation/compatibility';
 
@@ -130,6 +130,7 @@ export class Host implements FrameworkRuntime {
       relocationStore: this.stores.relocation,
       types: this.types,
       reply: (env, terminal) => this.router.reply(env, terminal),
+      rejectStaleGeneration: (env, current) => this.router.rejectStaleGeneration(env, current),
       send: (to, message) => this.send(to, message),
       request: (to, message, opts) => this.request(to, message, opts),
       log: this.log,

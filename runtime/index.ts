@@ -9,8 +9,8 @@ export {
   nameOf,
   isValidRelocationResult,
   isValidTerminationResult,
-} from './wire';
-export type { RelocationOptions, RelocationResult, TerminationResult, RuntimeStatus } from './types';
+} from '../vocabulary';
+export type { RelocationOptions, RelocationResult, TerminationResult, RuntimeStatus } from '../vocabulary';
 export { createRuntime, type FrameworkRuntime } from './host';
 export type { RuntimeOptions, Timing, LogFn } from './options';
 export {

@@ -9,7 +9,7 @@ import {
   parseShutdownOptions,
 } from './options';
 import { ArgumentError, RelocationArgumentError } from './errors';
-import { RelocationMode } from './wire';
+import { RelocationMode } from '../vocabulary';
 import type { Stores } from '../stores/types';
 
 /** The thrown error's class and field (the call must throw). */

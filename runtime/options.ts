@@ -8,8 +8,8 @@ import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
 import { ArgumentError, RelocationArgumentError } from './errors';
-import type { RelocationOptions } from './types';
-import { RelocationMode } from './wire';
+import type { RelocationOptions } from '../vocabulary';
+import { RelocationMode } from '../vocabulary';
 
 export const DEFAULT_TIMING = Object.freeze({
   /** Wait from the relay-ready reply until cutover arrives, then the target falls back to CAS (§9). @default 1000 */

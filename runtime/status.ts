@@ -3,8 +3,8 @@
  * in-order observation, and the §16 events. A terminal status is never overwritten.
  */
 import { abortReason } from './errors';
-import type { RuntimeStatus } from './types';
-import { FrameworkRuntimeState } from './wire';
+import type { RuntimeStatus } from '../vocabulary';
+import { FrameworkRuntimeState } from '../vocabulary';
 
 export const RELOCATION_CHANGED = 'zlink.runtime.host.relocation_changed';
 export const TERMINATION_CHANGED = 'zlink.runtime.host.termination_changed';

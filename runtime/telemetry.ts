@@ -3,8 +3,8 @@
  * only state, mode, outcome and reason names. A telemetry failure never blocks the host.
  */
 import { metrics, type Attributes } from '@opentelemetry/api';
-import { nameOf, FrameworkRuntimeState, RelocationMode, RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason } from './wire';
-import type { RelocationResult, TerminationResult } from './types';
+import { nameOf, FrameworkRuntimeState, RelocationMode, RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason } from '../vocabulary';
+import type { RelocationResult, TerminationResult } from '../vocabulary';
 
 /**
  * Instruments are (re)made for whichever MeterProvider is global when they are used, so an SDK installed

@@ -13,7 +13,7 @@ import type { Envelope } from '../envelope';
 import type { Lane, WorkItem } from '../lane';
 import type { Hosted } from '../objects';
 import type { TimerRegistration } from '../timers';
-import { RelocationReason } from '../wire';
+import { RelocationReason } from '../../vocabulary';
 import type { RelocationCoordinator } from './coordinator';
 import { unitObjects, type UnitPlan } from './inventory';
 import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';

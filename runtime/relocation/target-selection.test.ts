@@ -1,5 +1,5 @@
 import type { NodeDescriptor, NodeRef, TypeCapability } from '../../stores/types';
-import { FrameworkRuntimeState } from '../wire';
+import { FrameworkRuntimeState } from '../../vocabulary';
 import { selectTarget, type SelectionInput } from './target-selection';
 
 const COUNTER: TypeCapability = { type: 'counter', kind: 'actor', policy: 'preserve', adapter: 'json-v1' };

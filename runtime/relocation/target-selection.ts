@@ -9,7 +9,7 @@
  * Weight orders only the candidates left after all five (highest weight, then most free capacity, then RID).
  */
 import type { NodeDescriptor, NodeRef, TypeCapability } from '../../stores/types';
-import { FrameworkRuntimeState } from '../wire';
+import { FrameworkRuntimeState } from '../../vocabulary';
 import { compatible } from './compatibility';
 
 export interface SelectionInput {

@@ -12,7 +12,7 @@ import { idOf, spotKey } from '../keys';
 import type { Lane, WorkItem } from '../lane';
 import type { Hosted } from '../objects';
 import { telemetry } from '../telemetry';
-import { RelocationReason } from '../wire';
+import { RelocationReason } from '../../vocabulary';
 import type { RelocationCoordinator } from './coordinator';
 import { decodePayload, type UnitPayload } from './payload';
 import { RELOCATION_MESSAGE, type CutoverMessage, type PrepareUnit, type RelayPartMessage } from './protocol';

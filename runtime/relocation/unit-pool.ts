@@ -14,7 +14,7 @@ import type { PoolReport } from '../../machines/relocation-supervisor.machine';
 import { DETACHED_STATES, type UnitSourceOutput } from '../../machines/unit-source.machine';
 import type { NodeRef } from '../../stores/types';
 import type { SpotDefinition } from '../definitions';
-import { RelocationReason } from '../wire';
+import { RelocationReason } from '../../vocabulary';
 import type { RelocationCoordinator } from './coordinator';
 import type { Inventory, UnitPlan } from './inventory';
 import { SealGate } from './seal-gate';
