@@ -42,6 +42,12 @@ const USAGE = `usage: npm run bench -- [--n <actors>] [--stack redis|memory] [--
   --url    Redis for the redis stack, the floor CAS pass and the naive baseline (default $REDIS_URL or redis://127.0.0.1:6379)
   --out    results file, default bench/results.json`;
 
+/** `ZLINK_BENCH_CPU_PROF=<dir>`: each child host writes a V8 CPU profile there (open it in Chrome DevTools). */
+function cpuProfileArgs(config: NodeConfig): string[] {
+  const dir = process.env.ZLINK_BENCH_CPU_PROF;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=bench-${config.role}.cpuprofile`] : [];
+}
+
 function parseFlags() {
   try {
     const { values } = parseArgs({
@@ -85,7 +91,7 @@ interface Peer {
 }
 
 function childPeer(config: NodeConfig): Peer & { child: ChildProcess } {
-  const child = fork(path.join(__dirname, 'bench-host.js'), [JSON.stringify(config)], { stdio: 'inherit', execArgv: ['--max-old-space-size=8192'] });
+  const child = fork(path.join(__dirname, 'bench-host.js'), [JSON.stringify(config)], { stdio: 'inherit', execArgv: ['--max-old-space-size=8192', ...cpuProfileArgs(config)] });
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let next = 0;
   child.on('message', (r: Reply) => {
