@@ -1,45 +1,40 @@
 import { assign, setup } from 'xstate';
 
 /**
- * Target side of one relocation unit (DESIGN.md "Unit handoff (target)", §9, §10.3, §11, §13).
+ * Target side of the relocation units of one inbound parcel (DESIGN.md "Unit handoff (target)", "Relocation at
+ * scale"; §9, §10.3, §11, §13). One machine per inbound parcel, not per unit: the units whose payloads arrived and
+ * restored together go through relay-ready, cutover, the owner CAS and dispatch opening together. A unit whose
+ * step diverges from its parcel's (its cutover comes in a later turn, its CAS has another outcome) is split off
+ * into a machine of its own by the driver, so every unit's state is always the state of the machine it is in.
  *
- *   staging ─► relayReady ─(CUTOVER | CUTOVER_WAIT_ENDED fallback)─► committing (S2) ─► open (S3, final)
- *      │                                                                  └─ restore validity over / conflict ─► discarded
- *      └─ checksum mismatch, restore failure, abort, STAGING_EXPIRED ─► abandoned (final; before relay-ready:
- *         nothing in the temporary queue ran and the target ends none of it, §11)
+ *   relayReady ─(CUTOVER | CUTOVER_WAIT_ENDED fallback)─► committing (S2) ─COMMITTED─► open (S3, final)
+ *                                                                └─ restore validity over / conflict ─► discarded (final)
  *
- * Staging expiry (§11): a unit whose payload does not arrive within restore validity (a lost abort, a source
- * that never sealed) is abandoned, so what it holds is freed and Shutdown (§14 step 3) is not held by it.
+ * Measured (tools/bench/unit-machines.bench.ts, 20k units): one machine per unit cost ~30 µs per unit; one per
+ * parcel of 64 units ~3 µs per unit (issue [6/10]).
  *
- * No timers here (DESIGN.md "Known performance traps": two `after` delays cost ~12 µs per unit): the coordinator's
- * shared expiry queues (one timer for many units, FIFO by deadline) send STAGING_EXPIRED after restore validity
- * and CUTOVER_WAIT_ENDED after the cutover wait; a unit that already left the state ignores them. The hot path
- * (RESTORED, CUTOVER, COMMITTED) runs no `assign`: the only context writes are on the two cold timer transitions,
- * and `opened` is read from the final state reached. Data (queues, relay span, objects) stays in the driver.
+ * Before its payload arrives a unit is only staged: its temporary queue is registered (§10.3) and the shared staging
+ * expiry abandons it if no payload comes within restore validity (§11). A unit whose payload fails its checksum or
+ * restore is answered with an explicit failure and never joins a parcel machine.
  *
- * The CAS retries live in the provided `commitOwner` action (it reports COMMITTED or COMMIT_FAILED).
+ * No timers here (DESIGN.md "Known performance traps"): the coordinator's shared expiry queue sends
+ * CUTOVER_WAIT_ENDED after the cutover wait; a machine that already left `relayReady` ignores it. The hot path
+ * (CUTOVER, COMMITTED) runs no `assign`. Data (queues, relay spans, objects) stays in the driver.
  */
 export type UnitTargetEvent =
-  | { type: 'RESTORED' } // payload verified and restored; relay-ready was sent
-  | { type: 'RESTORE_FAILED' }
-  | { type: 'ABORT' } // the source gave up before sealing (deadline, shutdown)
-  | { type: 'STAGING_EXPIRED' } // restore validity passed without the payload (§11), from the shared queue
-  | { type: 'CUTOVER' } // pre-boundary relay batch and cutover arrived
+  | { type: 'CUTOVER' } // every unit of the parcel has its pre-boundary relay batch and cutover
   | { type: 'CUTOVER_WAIT_ENDED' } // the cutover wait passed without a cutover (§13 fallback), from the shared queue
-  | { type: 'COMMITTED' } // Location Store CAS applied: this node owns the unit
-  | { type: 'COMMIT_FAILED' };
+  | { type: 'COMMITTED' } // Location Store CAS applied for every unit: this node owns them
+  | { type: 'COMMIT_FAILED' }; // the CAS failed for good (conflict, or restore validity ended)
 
 interface UnitTargetContext {
   fellBack: boolean;
-  expired: boolean;
 }
 
 export interface UnitTargetOutput {
   readonly opened: boolean;
   /** true when the cutover-wait fallback, not a cutover, led to the CAS (cutover_timeout counter). */
   readonly fellBack: boolean;
-  /** true when staging expired before the payload arrived. */
-  readonly expired: boolean;
 }
 
 export const unitTargetMachine = setup({
@@ -49,30 +44,19 @@ export const unitTargetMachine = setup({
     output: {} as UnitTargetOutput,
   },
   actions: {
-    /** S2 on success: CAS source → target, retried until restore validity ends. */
+    /** S2 on success: CAS source → target for every unit, retried until restore validity ends. */
     commitOwner: () => {},
     /** Merge saved work, pre-boundary relay and temporary work in order; OnRelocationReadyCompleted; open (S3). */
     openDispatch: () => {},
-    /** After a failed CAS: drop the prepared objects and the temporary queue without running anything. */
+    /** After a failed CAS: drop the prepared objects and the temporary queue without running anything (§11). */
     discard: () => {},
-    /** Before relay-ready (§11): drop what was prepared; temporary work goes back to routing, none of it ends here. */
-    abandon: () => {},
-    markExpired: assign({ expired: true }),
     markFallback: assign({ fellBack: true }),
   },
 }).createMachine({
   id: 'unitTarget',
-  context: { fellBack: false, expired: false },
-  initial: 'staging',
+  context: { fellBack: false },
+  initial: 'relayReady',
   states: {
-    staging: {
-      on: {
-        RESTORED: 'relayReady',
-        RESTORE_FAILED: 'abandoned',
-        ABORT: 'abandoned',
-        STAGING_EXPIRED: { target: 'abandoned', actions: 'markExpired' },
-      },
-    },
     relayReady: {
       on: { CUTOVER: 'committing', CUTOVER_WAIT_ENDED: { target: 'committing', actions: 'markFallback' } },
     },
@@ -83,8 +67,7 @@ export const unitTargetMachine = setup({
     },
     open: { type: 'final', entry: 'openDispatch' },
     discarded: { type: 'final', entry: 'discard' },
-    abandoned: { type: 'final', entry: 'abandon' },
   },
   // The root's done event names the final state reached (xstate.done.state.unitTarget.<state>).
-  output: ({ context, event }) => ({ opened: event.type === 'xstate.done.state.unitTarget.open', fellBack: context.fellBack, expired: context.expired }),
+  output: ({ context, event }) => ({ opened: event.type === 'xstate.done.state.unitTarget.open', fellBack: context.fellBack }),
 });

@@ -3,20 +3,28 @@
  * pipeline tick — a Lua CAS per key tops out near 30k/s here, one script over 128 keys reached 120k keys/s). Each
  * unit still gets its own result, or the error of the call that carried it, so per-unit semantics stay: every
  * unit retries on store errors until its restore validity ends, or fails alone (§11).
+ *
+ * `submit` takes the requests of many units with one callback (an inbound parcel commits its units together), so
+ * a 10k-unit move does not make 10k promises; `cas` is the one-request form.
  */
 import type { CasRequest, CasResult, LocationStore } from '../../stores/types';
 
-/** Keys per store call: the Redis store runs one script per hash slot of a call. */
+/** Keys per store call: the Redis store runs one script per call (per hash slot on a cluster). */
 export const CAS_BATCH_MAX = 128;
 
-interface Waiting {
-  readonly request: CasRequest;
-  resolve(result: CasResult): void;
-  reject(error: unknown): void;
+/** Per request: its result, or the error of the store call that carried it. */
+export type CasOutcome = CasResult | { readonly error: unknown };
+
+interface Submission {
+  readonly requests: readonly CasRequest[];
+  readonly outcomes: CasOutcome[];
+  remaining: number;
+  readonly done: (outcomes: CasOutcome[]) => void;
 }
 
 export class CasBatcher {
-  private waiting: Waiting[] = [];
+  /** Flattened queue of this tick: request i of `submissions[k]`. */
+  private waiting: { submission: Submission; index: number }[] = [];
   private scheduled: NodeJS.Immediate | undefined;
 
   constructor(
@@ -25,11 +33,18 @@ export class CasBatcher {
   ) {}
 
   cas(request: CasRequest): Promise<CasResult> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ request, resolve, reject });
-      // setImmediate, not a microtask: cutovers of many units arrive in several frames of one I/O turn.
-      this.scheduled ??= setImmediate(() => this.flush());
-    });
+    return new Promise((resolve, reject) =>
+      this.submit([request], ([outcome]) => ('error' in outcome! ? reject(outcome.error) : resolve(outcome!))),
+    );
+  }
+
+  /** `done` is called once, with one outcome per request in order. */
+  submit(requests: readonly CasRequest[], done: (outcomes: CasOutcome[]) => void): void {
+    if (requests.length === 0) return done([]);
+    const submission: Submission = { requests, outcomes: new Array(requests.length), remaining: requests.length, done };
+    for (let index = 0; index < requests.length; index++) this.waiting.push({ submission, index });
+    // setImmediate, not a microtask: cutovers of many units arrive in several frames of one I/O turn.
+    this.scheduled ??= setImmediate(() => this.flush());
   }
 
   private flush(): void {
@@ -38,9 +53,14 @@ export class CasBatcher {
     this.waiting = [];
     for (let i = 0; i < all.length; i += this.maxBatch) {
       const batch = all.slice(i, i + this.maxBatch);
-      this.location.casMany(batch.map((w) => w.request)).then(
-        (results) => batch.forEach((w, j) => w.resolve(results[j]!)),
-        (error: unknown) => batch.forEach((w) => w.reject(error)),
+      const settle = (outcome: (j: number) => CasOutcome) =>
+        batch.forEach(({ submission, index }, j) => {
+          submission.outcomes[index] = outcome(j);
+          if (--submission.remaining === 0) submission.done(submission.outcomes);
+        });
+      this.location.casMany(batch.map(({ submission, index }) => submission.requests[index]!)).then(
+        (results) => settle((j) => results[j]!),
+        (error: unknown) => settle(() => ({ error })),
       );
     }
   }

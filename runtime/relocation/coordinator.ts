@@ -13,31 +13,29 @@ import {
   type UnitCounts,
 } from '../../machines/relocation-supervisor.machine';
 import { unitSourceMachine } from '../../machines/unit-source.machine';
-import { unitTargetMachine, type UnitTargetOutput } from '../../machines/unit-target.machine';
 import type { NodeRef, TypeCapability } from '../../stores/types';
 import type { PeerInfo, RuntimeMessage } from '../../transport/types';
 import { sleep } from '../clock';
 import type { ClosingReason, ObjectDefinition } from '../definitions';
 import type { Envelope } from '../envelope';
 import type { Host } from '../host';
-import { nodeKey, sameNode, type ObjectKey } from '../keys';
+import { sameNode, type ObjectKey } from '../keys';
 import type { Hosted } from '../objects';
 import type { ParsedRelocationOptions } from '../options';
 import { telemetry } from '../telemetry';
 import type { RelocationResult } from '../../vocabulary';
 import { FrameworkRuntimeState, nameOf, RelocationOutcome, RelocationReason } from '../../vocabulary';
-import { compatible, describeType } from './compatibility';
+import { describeType } from './compatibility';
 import { ControlBatcher } from './control-batcher';
 import { UnitEvents, type UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { fixInventory, type UnitPlan } from './inventory';
-import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE, type PrepareMessage, type PrepareUnit } from './protocol';
+import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE } from './protocol';
 import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
-import { TargetUnit } from './target-unit';
+import { Inbound } from './target/inbound';
 import { CasBatcher } from './cas-batcher';
-import { decodeParcel, ParcelError } from './parcel';
-import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
+import { ParcelSender } from './parcel-sender';
 import { UnitPool } from './unit-pool';
 
 export interface RelocationDiagnostics {
@@ -100,27 +98,14 @@ export class RelocationCoordinator {
   private lastSelection: SelectionResult['survivors'] | undefined;
   private readonly sources = new Map<string, SourceUnit>();
   private readonly sourceByActor = new WeakMap<object, SourceUnit>();
-  private readonly targets = new Map<string, TargetUnit>();
-  private readonly targetByActor = new WeakMap<object, TargetUnit>();
-  private readonly stagingByKey = new Map<ObjectKey, TargetUnit>();
   private readonly bytesPerType = new Map<string, number>();
-  private stagedObjects = 0;
-  private activeTargets = 0;
+  /** The target side: inbound units, one machine per inbound parcel. */
+  readonly inbound: Inbound;
   private settleWaiters: (() => void)[] = [];
   /** Woken whenever no inbound (target) unit is in flight: §4 accepted work before the inventory. */
   private inboundWaiters: (() => void)[] = [];
   private readonly follows: ExpiryQueue<FollowEntry>;
   private readonly copies: ExpiryQueue<RetransmissionCopy>;
-  /** Finished target units kept a while so late retransmissions are answered, then dropped. */
-  private readonly finishedTargets: ExpiryQueue<string>;
-  /**
-   * Target-unit deadlines, one shared timer each instead of two `after` delays per unit machine (DESIGN.md
-   * "Known performance traps"): staging validity (§11, from prepare) and the cutover wait (§13, from relay-ready).
-   * Fixed durations, so FIFO order is deadline order; a unit that already left the state ignores the event.
-   */
-  /** Unit ids, not units: a unit that ended early is not kept alive until its deadline passes (issue [6/10] RSS). */
-  private readonly stagingExpiry: ExpiryQueue<string>;
-  private readonly cutoverWaits: ExpiryQueue<string>;
   /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
   retransmissionsSent = 0;
@@ -139,7 +124,6 @@ export class RelocationCoordinator {
   rollbackUnconfirmed = false;
 
   readonly sourceMachine;
-  private readonly targetMachine;
 
   constructor(readonly host: Host) {
     this.casBatcher = new CasBatcher(host.stores.location);
@@ -159,14 +143,32 @@ export class RelocationCoordinator {
       this.copiesCleaned++;
       this.checkSafeToShutdown();
     });
-    this.finishedTargets = new ExpiryQueue(host.clock, Math.max(timing.relocationCutoverWaitTimeoutMs * 2, 5000), (u) => this.targets.delete(u));
-    // Cleared by close() (§14): the transport is gone, no unit is advanced by a deadline any more.
-    const expire = (type: 'STAGING_EXPIRED' | 'CUTOVER_WAIT_ENDED') => (id: string) => {
-      const unit = this.targets.get(id);
-      if (!this.closed && unit && unit.actor.getSnapshot().status === 'active') unit.actor.send({ type });
-    };
-    this.stagingExpiry = new ExpiryQueue(host.clock, timing.restoreValidityMs, expire('STAGING_EXPIRED'));
-    this.cutoverWaits = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, expire('CUTOVER_WAIT_ENDED'));
+    this.inbound = new Inbound({
+      // The lifecycle generation is known only once the host started.
+      get self() {
+        return host.self;
+      },
+      clock: host.clock,
+      timing,
+      capacity: host.options.capacity,
+      types: host.types,
+      objects: host.objects,
+      routes: host.router,
+      location: host.stores.location,
+      owners: this.casBatcher,
+      replies: {
+        prepared: (source, u) => this.control.prepared(source, u),
+        ready: (source, u) => this.control.ready(source, u),
+        fail: (source, u, reason, error) => this.sendFail(source, u, reason, error),
+      },
+      log: host.log,
+      unitEvents: this.unitEvents,
+      inspect: host.options.inspect,
+      refusal: () =>
+        host.state !== FrameworkRuntimeState.Serving || this.closed ? `target is ${nameOf(FrameworkRuntimeState, host.state)}, not Serving` : undefined,
+      closed: () => this.closed,
+      unitsEnded: () => this.inboundEnded(),
+    });
     const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: object }) => {
       const unit = this.sourceByActor.get(self);
       if (unit) run(unit);
@@ -178,18 +180,6 @@ export class RelocationCoordinator {
         relayAndCutover: source((u) => u.relayAndCutover()),
         restoreSource: source((u) => u.restoreSource()),
         abandon: source((u) => u.abandon()),
-      },
-    });
-    const target = (run: (unit: TargetUnit) => void) => ({ self }: { self: object }) => {
-      const unit = this.targetByActor.get(self);
-      if (unit) run(unit);
-    };
-    this.targetMachine = unitTargetMachine.provide({
-      actions: {
-        commitOwner: target((u) => u.commitOwner()),
-        openDispatch: target((u) => u.openDispatch()),
-        discard: target((u) => u.discard()),
-        abandon: target((u) => u.abandon()),
       },
     });
   }
@@ -343,7 +333,7 @@ export class RelocationCoordinator {
   private async settleAccepted(): Promise<void> {
     for (;;) {
       await this.host.objects.settleInFlight();
-      if (this.activeTargets === 0) return;
+      if (this.inbound.inFlight === 0) return;
       await new Promise<void>((resolve) => this.inboundWaiters.push(resolve));
     }
   }
@@ -450,7 +440,7 @@ export class RelocationCoordinator {
     // §14: published only when the windows ended; routes and copies cut by Shutdown never make it safe.
     if (this.closed) return;
     // Inbound units are accepted work too (§4 first row, §14 step 3): none may be in flight.
-    const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0 && this.activeTargets === 0;
+    const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0 && this.inbound.inFlight === 0;
     if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
   }
 
@@ -458,25 +448,14 @@ export class RelocationCoordinator {
     if (this.unitEvents.active) this.unitEvents.emit(event);
   }
 
-  // ── target units ────────────────────────────────────────────────────────────────────────
+  // ── target units (target/inbound.ts) ───────────────────────────────────────────────────
 
   get inboundObjects(): number {
-    return this.stagedObjects;
+    return this.inbound.inboundObjects;
   }
 
   staging(key: ObjectKey): ((env: Envelope) => void) | undefined {
-    return this.stagingByKey.get(key)?.stage;
-  }
-
-  unstage(unit: TargetUnit): void {
-    let removed = false;
-    for (const key of unit.keys) {
-      if (this.stagingByKey.get(key) === unit) {
-        this.stagingByKey.delete(key);
-        removed = true;
-      }
-    }
-    if (removed) this.stagedObjects -= unit.objectCount;
+    return this.inbound.staging(key);
   }
 
   onControl(from: NodeRef, raw: RuntimeMessage): void {
@@ -484,13 +463,13 @@ export class RelocationCoordinator {
     if (!message) return this.host.log('warn', `invalid relocation message '${String(raw.t)}' from ${from.nodeId} dropped`);
     switch (message.t) {
       case RELOCATION_MESSAGE.prepare:
-        return this.onPrepare(from, message);
+        return this.inbound.onPrepare(from, message);
       case RELOCATION_MESSAGE.relayPart:
-        return this.targets.get(message.u)?.onRelayPart(message);
+        return this.inbound.onRelayPart(message);
       case RELOCATION_MESSAGE.cutover:
-        return this.targets.get(message.u)?.onCutover(message);
+        return this.inbound.onCutover(message);
       case RELOCATION_MESSAGE.abort:
-        return this.targets.get(message.u)?.onAbort();
+        return this.inbound.onAbort(message.u);
       case RELOCATION_MESSAGE.prepared:
         for (const u of message.us) this.sourceFrom(from, u)?.onPrepared();
         return;
@@ -514,69 +493,9 @@ export class RelocationCoordinator {
     this.host.transport?.send(to, { t: RELOCATION_MESSAGE.fail, u, reason, error });
   }
 
-  /**
-   * A batched `r.prepare`: each unit is handled exactly as if it had come alone (its own check, `r.prepared` or
-   * `r.fail`, temporary queue and timers); the type capabilities are checked once per message.
-   */
-  private onPrepare(from: NodeRef, message: PrepareMessage): void {
-    let typeOk: boolean[] | undefined;
-    for (const p of message.units) {
-      typeOk ??= message.types.map((cap) => {
-        const def = this.host.types.get(cap.type);
-        return !!def && compatible(cap, describeType(def));
-      });
-      this.onPrepareUnit(from, p, typeOk);
-    }
-  }
-
-  private onPrepareUnit(from: NodeRef, message: PrepareUnit, typeOk: readonly boolean[]): void {
-    const host = this.host;
-    const existing = this.targets.get(message.u);
-    // §17: resending the same relocation request does not create the temporary queue or Restore twice.
-    if (existing) return void this.control.prepared(from, message.u);
-    const fail = (reason: RelocationReason, error: string) => this.sendFail(from, message.u, reason, error);
-    if (host.state !== FrameworkRuntimeState.Serving || this.closed)
-      return void fail(RelocationReason.RelocationFailed, `target is ${nameOf(FrameworkRuntimeState, host.state)}, not Serving`);
-    const unit = new TargetUnit(this, from, message);
-    const refusal = unit.check(typeOk);
-    if (refusal !== undefined) return void fail(refusal, 'types, policies, adapters or capacity do not match this target');
-    for (const key of unit.keys) {
-      if (host.objects.get(key) || this.stagingByKey.has(key)) return void fail(RelocationReason.RelocationFailed, `object ${key} already exists on the target`);
-    }
-    for (const key of unit.keys) this.stagingByKey.set(key, unit);
-    this.stagedObjects += unit.objectCount;
-    this.targets.set(message.u, unit);
-    const actor = createActor(this.targetMachine, { inspect: host.options.inspect as never });
-    unit.actor = actor;
-    this.targetByActor.set(actor, unit);
-    this.activeTargets++;
-    actor.subscribe({
-      complete: () => {
-        const output = actor.getSnapshot().output as UnitTargetOutput;
-        if (output.fellBack) telemetry.cutoverTimeout({ unitKind: message.kind });
-        if (output.expired) host.log('warn', `relocation unit ${message.u} from ${from.nodeId} expired in staging (no payload within restore validity)`);
-        this.targetEnded();
-        unit.releaseFinished();
-        this.finishedTargets.push(message.u);
-      },
-      error: (error) => {
-        host.log('error', `target unit ${message.u} machine failed`, error);
-        this.unstage(unit);
-        this.targets.delete(message.u);
-        this.targetEnded();
-      },
-    });
-    actor.start();
-    // §11: staging waits for the payload at most restore validity, then the unit is abandoned.
-    this.stagingExpiry.push(message.u);
-    // The r.prepared replies of this turn go to the source as one message.
-    this.control.prepared(from, message.u);
-  }
-
-  /** One inbound unit opened or was discarded. */
-  private targetEnded(): void {
-    this.activeTargets--;
-    if (this.activeTargets === 0) {
+  /** Inbound units ended: what waited for none in flight (§4 inventory, SafeToShutdown, §14 step 3) goes on. */
+  private inboundEnded(): void {
+    if (this.inbound.inFlight === 0) {
       const waiters = this.inboundWaiters;
       this.inboundWaiters = [];
       for (const w of waiters) w();
@@ -586,38 +505,7 @@ export class RelocationCoordinator {
   }
 
   onPayload(from: NodeRef, payloadId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
-    if (payloadId.startsWith(PARCEL_ID_PREFIX)) return this.onParcel(from, payloadId, result);
-    const unit = this.targets.get(payloadId);
-    if (!unit || !sameNode(unit.source, from)) {
-      this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
-      // An explicit failure before relay-ready: the source restores instead of crossing on silence (§11).
-      if (!unit) this.sendFail(from, payloadId, RelocationReason.RelocationFailed, 'no prepared unit on the target');
-      return;
-    }
-    unit.onPayload(result);
-  }
-
-  /**
-   * A parcel: each unit inside goes its own way, exactly as if it had come alone — restored and answered
-   * relay-ready, or (its own checksum failed) answered with an explicit failure so the source restores it (§13).
-   * A parcel the transport refused never reaches here whole: its source learns it from the intake ack and
-   * aborts each unit it carried.
-   */
-  private onParcel(from: NodeRef, parcelId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
-    if (!result.ok) return this.host.log('warn', `parcel ${parcelId} from ${nodeKey(from)} failed intake: ${result.error.message}`);
-    let units;
-    try {
-      units = decodeParcel(result.bytes);
-    } catch (error) {
-      if (!(error instanceof ParcelError)) throw error;
-      // Which units it carried is unreadable: every unit from that source still waiting for its payload gets an
-      // explicit failure before relay-ready (its source restores it, §11) rather than no reply at all.
-      this.host.log('error', `parcel ${parcelId} from ${nodeKey(from)} is malformed; units awaiting a payload from it fail`, error);
-      for (const [id, unit] of this.targets)
-        if (sameNode(unit.source, from) && unit.awaitingPayload) this.onPayload(from, id, { ok: false, error: error as Error });
-      return;
-    }
-    for (const u of units) this.onPayload(from, u.unit, u.ok ? { ok: true, bytes: u.payload } : { ok: false, error: new Error(u.error) });
+    this.inbound.onPayload(from, payloadId, result);
   }
 
   // ── shutdown and diagnostics ──────────────────────────────────────────────────────────────
@@ -634,7 +522,7 @@ export class RelocationCoordinator {
   }
 
   private isSettled(): boolean {
-    return !this.op && this.sources.size === 0 && this.activeTargets === 0;
+    return !this.op && this.sources.size === 0 && this.inbound.inFlight === 0;
   }
 
   private wakeSettled(): void {
@@ -651,14 +539,7 @@ export class RelocationCoordinator {
     for (const unit of this.sources.values()) unit.requestStop();
     this.follows.clear();
     this.copies.clear();
-    this.finishedTargets.clear();
-    this.stagingExpiry.clear();
-    this.cutoverWaits.clear();
-  }
-
-  /** Relay-ready was sent: without a cutover within the cutover wait the unit falls back to the CAS (§13). */
-  awaitCutover(unit: TargetUnit): void {
-    this.cutoverWaits.push(unit.prepare.u);
+    this.inbound.close();
   }
 
   diagnostics(limit: number): RelocationDiagnostics {
@@ -681,8 +562,7 @@ export class RelocationCoordinator {
       else if (value === 'safePoint') add(unit.plan.root.key, 'waiting for the current turn or application safe point');
       else if (value === 'preparing') add(unit.plan.root.key, 'waiting for the target temporary queue');
     }
-    for (const unit of this.targets.values())
-      if (unit.actor.getSnapshot().status === 'active') add(unit.keys[0] ?? unit.prepare.u, 'inbound relocation unit in flight (§4: settles before the inventory)');
+    for (const unit of this.inbound.inFlightUnits()) add(unit.keys[0] ?? unit.id, 'inbound relocation unit in flight (§4: settles before the inventory)');
     if (host.transport?.hasManualPeers()) add('topology', 'ManualTopologyUnsupported');
     const op = this.op;
     return {
@@ -699,7 +579,7 @@ export class RelocationCoordinator {
           }
         : {}),
       ...(this.lastSelection ? { lastSelection: this.lastSelection } : {}),
-      units: { sourceInFlight: this.sources.size, sourceByState, targetInFlight: this.activeTargets },
+      units: { sourceInFlight: this.sources.size, sourceByState, targetInFlight: this.inbound.inFlight },
       ...(this.lastInventory ? { lastInventory: this.lastInventory } : {}),
       followRoutes: this.follows.size,
       retransmissionCopies: this.copies.size,

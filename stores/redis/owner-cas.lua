@@ -1,5 +1,5 @@
--- Owner/membership CAS on the authority generation, for one or many independent records of ONE hash slot
--- (casMany sends one call per slot group). KEYS[2i-1]: record key, KEYS[2i]: its op key. ARGV[1]: ttl ms,
+-- Owner/membership CAS on the authority generation, for one or many independent records (of ONE hash slot on a cluster)
+-- (casMany sends one call, or one per slot group on a cluster). KEYS[2i-1]: record key, KEYS[2i]: its op key. ARGV[1]: ttl ms,
 -- ARGV[1 + i]: change JSON { t = token, e = expected authority generation, n/g = new owner, m = membership given,
 -- sp/sw = new membership, to = key the record lives at afterwards }. One reply per entry, in order.
 local ttl = ARGV[1]

@@ -103,17 +103,18 @@ export class RedisOwnerRecords {
   }
 
   /**
-   * One guarded script call per hash slot group, all issued together (auto-pipelined into one write).
-   * Entries that meet a forward follow it in the next hop.
+   * One guarded script call for all entries on a single server, or per hash slot group on a cluster, all issued
+   * together (auto-pipelined into one write). Entries that meet a forward follow it in the next hop.
    */
   private async casAll(requests: readonly CasRequest[]): Promise<CasResult[]> {
     const { client, keys, opTtlMs } = this.ctx;
     const results: CasResult[] = new Array(requests.length);
     let pending = requests.map((request, index) => ({ index, key: keys.home(request.object) }));
+    const groupOf = client.clustered ? (entry: { key: string }) => hashSlot(entry.key) : () => 0;
     for (let hop = 0; hop < MAX_HOPS && pending.length > 0; hop++) {
       const next: typeof pending = [];
       await Promise.all(
-        [...groupBy(pending, (entry) => hashSlot(entry.key)).values()].map(async (group) => {
+        [...groupBy(pending, groupOf).values()].map(async (group) => {
           const opKeys = group.map((entry) => keys.op(entry.key, requests[entry.index]!.opId));
           const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, tokens) =>
             client.script(

@@ -1,0 +1,49 @@
+/**
+ * What relocation needs from its host, as small ports (issue [6/10] item 4; the router's `RouterDeps` is the
+ * pattern): the target side is built on these and never reaches into the host, so it is unit-tested with fakes.
+ */
+import type { Clock } from '../clock';
+import type { ObjectDefinition } from '../definitions';
+import type { LogFn, Timing } from '../options';
+import type { ObjectServer } from '../objects';
+import type { Router } from '../router';
+import type { LocationStore, NodeRef } from '../../stores/types';
+import type { RelocationReason } from '../../vocabulary';
+import type { CasBatcher } from './cas-batcher';
+import type { UnitEvent } from './events';
+
+/** The target side of inbound units: intake, restore, owner commit, merge and dispatch (DESIGN.md "Unit handoff (target)"). */
+export interface InboundPorts {
+  /** Read at each use: the lifecycle generation is known once the host started. */
+  readonly self: NodeRef;
+  readonly clock: Clock;
+  readonly timing: Pick<Timing, 'restoreValidityMs' | 'relocationCutoverWaitTimeoutMs'>;
+  /** Objects this host may hold (restored ones included). */
+  readonly capacity: number;
+  readonly types: ReadonlyMap<string, ObjectDefinition>;
+  /** The Object Server: where restored objects are built, adopted and dispatched. */
+  readonly objects: Pick<ObjectServer, 'size' | 'newLane' | 'newHosted' | 'definition' | 'adopt' | 'get' | 'deliver' | 'values' | 'runReadyCompleted'>;
+  /** Routing: temporary work goes back to it (abandon), ends through it (discard), and owner caches are dropped. */
+  readonly routes: Pick<Router, 'dispatch' | 'invalidate' | 'terminal'>;
+  /** SpotWide aggregate commit (§10.3); single-record CASes go through `owners`. */
+  readonly location: Pick<LocationStore, 'stageAggregate' | 'commitAggregate' | 'discardAggregate'>;
+  /** Owner CASes coalesced per tick. */
+  readonly owners: Pick<CasBatcher, 'submit'>;
+  /** Replies to a unit's source: `prepared` and `ready` are batched per turn; `fail` goes after them. */
+  readonly replies: {
+    prepared(source: NodeRef, unit: string): void;
+    ready(source: NodeRef, unit: string): void;
+    fail(source: NodeRef, unit: string, reason: RelocationReason, error: string): void;
+  };
+  readonly log: LogFn;
+  /** Per-unit events (only built when someone listens). */
+  readonly unitEvents: { readonly active: boolean; emit(event: UnitEvent): void };
+  /** xstate inspection observer passed to the parcel machines. */
+  readonly inspect: unknown;
+  /** Why new inbound units are refused now (the host is not Serving, or relocation closed), else undefined. */
+  refusal(): string | undefined;
+  /** Shutdown closed relocation (§14): no retry goes on. */
+  closed(): boolean;
+  /** Inbound units ended (opened, discarded or abandoned): the host re-checks what waits on them. */
+  unitsEnded(): void;
+}

@@ -1,0 +1,277 @@
+/**
+ * The target side of relocation (DESIGN.md "Unit handoff (target)", "Relocation at scale"; §9, §10.3, §11, §13):
+ * batched `r.prepare` intake (types, capacity, the temporary queue of each unit), payload and parcel intake
+ * (restore, relay-ready), cutover routing, and one machine per inbound parcel from relay-ready to open.
+ *
+ * A staged unit (prepared, payload not yet restored) has no machine yet: it is its registered temporary queue,
+ * abandoned by an abort or by the shared staging expiry (§11: restore validity from prepare). The units of a
+ * payload parcel that restore together start one parcel machine; its cutover wait is one entry of a shared queue.
+ */
+import { createActor } from 'xstate';
+import { unitTargetMachine, type UnitTargetOutput } from '../../../machines/unit-target.machine';
+import type { NodeRef } from '../../../stores/types';
+import type { Envelope } from '../../envelope';
+import { nodeKey, sameNode, type ObjectKey } from '../../keys';
+import { telemetry } from '../../telemetry';
+import { RelocationReason } from '../../../vocabulary';
+import { compatible, describeType } from '../compatibility';
+import { ExpiryQueue } from '../expiry-queue';
+import { decodeParcel, ParcelError } from '../parcel';
+import { PARCEL_ID_PREFIX } from '../parcel-sender';
+import { decodePayload } from '../payload';
+import type { InboundPorts } from '../ports';
+import type { CutoverMessage, PrepareMessage, PrepareUnit, RelayPartMessage } from '../protocol';
+import { TargetParcel, type ParcelOwner } from './parcel';
+import { TargetUnit } from './unit';
+
+type PayloadResult = { ok: true; bytes: Buffer } | { ok: false; error: Error };
+
+export class Inbound implements ParcelOwner {
+  private readonly units = new Map<string, TargetUnit>();
+  private readonly stagingByKey = new Map<ObjectKey, TargetUnit>();
+  private stagedObjects = 0;
+  /** Units prepared and not yet ended (opened, discarded or abandoned): §4 accepted work, §14 step 3. */
+  private active = 0;
+  /** Finished units kept a while so late retransmissions and resent prepares are answered, then dropped. */
+  private readonly finished: ExpiryQueue<readonly string[]>;
+  /** §11: a staged unit whose payload does not arrive within restore validity is abandoned (unit ids). */
+  private readonly stagingExpiry: ExpiryQueue<string>;
+  /** §13: a parcel without its cutovers within the cutover wait falls back to the CAS. */
+  private readonly cutoverWaits: ExpiryQueue<TargetParcel>;
+  private readonly parcelByActor = new WeakMap<object, TargetParcel>();
+  private readonly machine;
+
+  constructor(private readonly ports: InboundPorts) {
+    const { clock, timing } = ports;
+    this.finished = new ExpiryQueue(clock, Math.max(timing.relocationCutoverWaitTimeoutMs * 2, 5000), (ids) => {
+      for (const id of ids) this.units.delete(id);
+    });
+    // Cleared by close() (§14): the transport is gone, no unit is advanced by a deadline any more.
+    this.stagingExpiry = new ExpiryQueue(clock, timing.restoreValidityMs, (id) => {
+      const unit = this.units.get(id);
+      if (ports.closed() || !unit?.staged) return;
+      ports.log('warn', `relocation unit ${id} from ${unit.source.nodeId} expired in staging (no payload within restore validity)`);
+      this.abandon(unit);
+    });
+    this.cutoverWaits = new ExpiryQueue(clock, timing.relocationCutoverWaitTimeoutMs, (parcel) => {
+      if (!ports.closed() && parcel.actor.getSnapshot().status === 'active') parcel.actor.send({ type: 'CUTOVER_WAIT_ENDED' });
+    });
+    const parcel = (run: (p: TargetParcel) => void) => ({ self }: { self: object }) => {
+      const p = this.parcelByActor.get(self);
+      if (p) run(p);
+    };
+    this.machine = unitTargetMachine.provide({
+      actions: {
+        commitOwner: parcel((p) => p.commitOwner()),
+        openDispatch: parcel((p) => p.openDispatch()),
+        discard: parcel((p) => p.discard()),
+      },
+    });
+  }
+
+  /** Units prepared here and not yet ended. */
+  get inFlight(): number {
+    return this.active;
+  }
+
+  /** Objects of staged units: they count against capacity (§4). */
+  get inboundObjects(): number {
+    return this.stagedObjects;
+  }
+
+  /** The temporary queue for a key of a unit in flight here, if any. */
+  staging(key: ObjectKey): ((env: Envelope) => void) | undefined {
+    return this.stagingByKey.get(key)?.stage;
+  }
+
+  unstage(unit: TargetUnit): void {
+    let removed = false;
+    for (const key of unit.keys) {
+      if (this.stagingByKey.get(key) === unit) {
+        this.stagingByKey.delete(key);
+        removed = true;
+      }
+    }
+    if (removed) this.stagedObjects -= unit.objectCount;
+  }
+
+  // ── intake ────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * A batched `r.prepare`: each unit is handled exactly as if it had come alone (its own check, `r.prepared` or
+   * `r.fail`, temporary queue and staging expiry); the type capabilities are checked once per message.
+   */
+  onPrepare(from: NodeRef, message: PrepareMessage): void {
+    let typeOk: boolean[] | undefined;
+    for (const p of message.units) {
+      typeOk ??= message.types.map((cap) => {
+        const def = this.ports.types.get(cap.type);
+        return !!def && compatible(cap, describeType(def));
+      });
+      this.prepareUnit(from, p, typeOk);
+    }
+  }
+
+  private prepareUnit(from: NodeRef, message: PrepareUnit, typeOk: readonly boolean[]): void {
+    const { ports } = this;
+    // §17: resending the same relocation request does not create the temporary queue or Restore twice.
+    if (this.units.has(message.u)) return void ports.replies.prepared(from, message.u);
+    const fail = (reason: RelocationReason, error: string) => ports.replies.fail(from, message.u, reason, error);
+    const refusal = ports.refusal();
+    if (refusal !== undefined) return void fail(RelocationReason.RelocationFailed, refusal);
+    // §4 unit compatibility: every type the unit uses, and room for its objects.
+    for (const i of message.ty) if (!typeOk[i]) return void fail(RelocationReason.StateIncompatible, 'types, policies, adapters or capacity do not match this target');
+    if (ports.objects.size + this.stagedObjects + message.keys.length > ports.capacity)
+      return void fail(RelocationReason.StateIncompatible, 'types, policies, adapters or capacity do not match this target');
+    for (const key of message.keys) {
+      if (ports.objects.get(key) || this.stagingByKey.has(key)) return void fail(RelocationReason.RelocationFailed, `object ${key} already exists on the target`);
+    }
+    const unit = new TargetUnit(ports, from, message);
+    for (const key of unit.keys) this.stagingByKey.set(key, unit);
+    this.stagedObjects += unit.objectCount;
+    this.units.set(message.u, unit);
+    this.active++;
+    this.stagingExpiry.push(message.u);
+    // The r.prepared replies of this turn go to the source as one message.
+    ports.replies.prepared(from, message.u);
+  }
+
+  /** A transport payload: one unit's (its id) or a parcel of many (`parcel:` id). */
+  onPayload(from: NodeRef, payloadId: string, result: PayloadResult): void {
+    if (payloadId.startsWith(PARCEL_ID_PREFIX)) return this.onParcel(from, payloadId, result);
+    const restored: TargetUnit[] = [];
+    this.restoreUnit(from, payloadId, result, restored);
+    this.startParcel(restored);
+  }
+
+  /**
+   * A parcel: each unit inside goes its own way, exactly as if it had come alone — restored and answered
+   * relay-ready, or (its own checksum failed) answered with an explicit failure so the source restores it (§13).
+   * The units that restored start one parcel machine. A parcel the transport refused never reaches here whole: its
+   * source learns it from the intake ack and aborts each unit it carried.
+   */
+  private onParcel(from: NodeRef, parcelId: string, result: PayloadResult): void {
+    if (!result.ok) return this.ports.log('warn', `parcel ${parcelId} from ${nodeKey(from)} failed intake: ${result.error.message}`);
+    let decoded;
+    try {
+      decoded = decodeParcel(result.bytes);
+    } catch (error) {
+      if (!(error instanceof ParcelError)) throw error;
+      // Which units it carried is unreadable: every unit from that source still waiting for its payload gets an
+      // explicit failure before relay-ready (its source restores it, §11) rather than no reply at all.
+      this.ports.log('error', `parcel ${parcelId} from ${nodeKey(from)} is malformed; units awaiting a payload from it fail`, error);
+      for (const unit of [...this.units.values()]) if (sameNode(unit.source, from) && unit.staged) this.failUnit(unit, `payload rejected: ${error.message}`);
+      return;
+    }
+    const restored: TargetUnit[] = [];
+    for (const u of decoded) this.restoreUnit(from, u.unit, u.ok ? { ok: true, bytes: u.payload } : { ok: false, error: new Error(u.error) }, restored);
+    this.startParcel(restored);
+  }
+
+  private restoreUnit(from: NodeRef, id: string, result: PayloadResult, restored: TargetUnit[]): void {
+    const { ports } = this;
+    const unit = this.units.get(id);
+    if (!unit || !sameNode(unit.source, from)) {
+      ports.log('warn', `payload ${id} from ${nodeKey(from)} matches no prepared unit`);
+      // An explicit failure before relay-ready: the source restores instead of crossing on silence (§11).
+      if (!unit) ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'no prepared unit on the target');
+      return;
+    }
+    if (unit.parcel) return void ports.replies.ready(unit.source, id); // resent: restore once
+    // Abandoned before its payload came (expired, aborted): an explicit failure before relay-ready, so the source
+    // restores its work (§11) instead of waiting for a reply that never comes.
+    if (unit.abandoned) return void ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'the target unit expired before its payload arrived');
+    if (!result.ok) return this.failUnit(unit, `payload rejected: ${result.error.message}`);
+    try {
+      unit.restore(decodePayload(result.bytes));
+    } catch (error) {
+      return this.failUnit(unit, `restore failed: ${(error as Error).message}`);
+    }
+    restored.push(unit);
+    // Relay-ready of every unit restored in this turn goes to its source as one r.ready.
+    ports.replies.ready(unit.source, id);
+  }
+
+  /** Restore failed (or its payload was refused): explicit failure before relay-ready; the source restores (§11). */
+  private failUnit(unit: TargetUnit, error: string): void {
+    this.ports.replies.fail(unit.source, unit.id, RelocationReason.RelocationFailed, error);
+    this.abandon(unit);
+  }
+
+  /** The restored units of one payload start one parcel machine at relay-ready; the cutover wait starts now (§13). */
+  private startParcel(units: TargetUnit[]): void {
+    if (units.length === 0) return;
+    const readyAt = this.ports.clock.now();
+    for (const unit of units) unit.event('relayReady', undefined, readyAt);
+    this.cutoverWaits.push(this.newParcel(units, readyAt));
+  }
+
+  newParcel(units: TargetUnit[], readyAt: number, commitFailed = false): TargetParcel {
+    const parcel = new TargetParcel(this.ports, this, units, readyAt, commitFailed);
+    const actor = createActor(this.machine, { inspect: this.ports.inspect as never });
+    parcel.actor = actor;
+    this.parcelByActor.set(actor, parcel);
+    actor.subscribe({
+      complete: () => this.parcelEnded(parcel, actor.getSnapshot().output as UnitTargetOutput),
+      error: (error) => {
+        this.ports.log('error', `inbound parcel machine failed (${parcel.units.length} units)`, error);
+        for (const unit of parcel.units) {
+          this.unstage(unit);
+          unit.discard();
+        }
+        this.unitsEnded(parcel.units);
+      },
+    });
+    actor.start();
+    return parcel;
+  }
+
+  private parcelEnded(parcel: TargetParcel, output: UnitTargetOutput): void {
+    if (output.fellBack) for (const unit of parcel.units) telemetry.cutoverTimeout({ unitKind: unit.prepare.kind });
+    for (const unit of parcel.units) unit.release();
+    this.unitsEnded(parcel.units);
+  }
+
+  private unitsEnded(units: readonly TargetUnit[]): void {
+    this.active -= units.length;
+    this.finished.push(units.map((u) => u.id));
+    this.ports.unitsEnded();
+  }
+
+  // ── per-unit messages ─────────────────────────────────────────────────────────────────
+
+  onRelayPart(message: RelayPartMessage): void {
+    this.units.get(message.u)?.onRelayPart(message);
+  }
+
+  onCutover(message: CutoverMessage): void {
+    const unit = this.units.get(message.u);
+    if (unit && unit.onCutover(message)) unit.parcel?.onCutover();
+  }
+
+  /** The source gave up before its payload restored here (deadline, shutdown, a refused payload; §11). */
+  onAbort(id: string): void {
+    const unit = this.units.get(id);
+    if (unit?.staged) this.abandon(unit);
+  }
+
+  private abandon(unit: TargetUnit): void {
+    this.unstage(unit);
+    unit.abandon();
+    this.unitsEnded([unit]);
+  }
+
+  // ── shutdown and diagnostics ──────────────────────────────────────────────────────────
+
+  /** §14: deadlines stop advancing units (the transport is gone). */
+  close(): void {
+    this.finished.clear();
+    this.stagingExpiry.clear();
+    this.cutoverWaits.clear();
+  }
+
+  /** Units in flight here, for blockers (count-limited by the caller). */
+  *inFlightUnits(): IterableIterator<TargetUnit> {
+    for (const unit of this.units.values()) if (unit.staged || unit.parcel?.actor.getSnapshot().status === 'active') yield unit;
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * One inbound relocation unit on the target (DESIGN.md "Unit handoff (target)"): its temporary queue group, the
+ * restore, its relay span and its merge and dispatch opening (S3). Its lifecycle after restore is the machine of
+ * the inbound parcel it is in (target-parcel.ts); before that it is only staged: the temporary queue is registered
+ * (§10.3) and nothing of it runs. Nothing staged runs before the owner CAS applied.
+ */
+import type { NodeRef } from '../../../stores/types';
+import type { SpotDefinition } from '../../definitions';
+import type { Envelope } from '../../envelope';
+import { idOf, spotKey } from '../../keys';
+import type { Lane, WorkItem } from '../../lane';
+import type { Hosted } from '../../objects';
+import { telemetry } from '../../telemetry';
+import type { UnitEvent } from '../events';
+import type { UnitPayload } from '../payload';
+import type { InboundPorts } from '../ports';
+import type { CutoverMessage, PrepareUnit, RelayPartMessage } from '../protocol';
+import type { TargetParcel } from './parcel';
+
+export class TargetUnit {
+  readonly keys: string[];
+  /** The inbound parcel machine this unit is in, from its restore on; undefined while staged. */
+  parcel: TargetParcel | undefined;
+  /** Dropped before its payload restored (abort, staging expiry, restore failure, §11). */
+  abandoned = false;
+  /** Its cutover (pre-boundary relay batch) arrived. */
+  hasCutover = false;
+  /** Saved work: the source's unexecuted queue, as captured. */
+  private saved: WorkItem[] = [];
+  /** The pre-boundary relay span; a retransmission replaces it whole (§13). */
+  private relay: Envelope[] = [];
+  /** Leading parts of the relay batch being received (a batch larger than one frame). */
+  private incoming: Envelope[] = [];
+  /** Remaining temporary work: what arrived here (followed or direct) after the relay, in arrival order. */
+  private temporary: Envelope[] = [];
+  restored: Hosted[] = [];
+  private lane: Lane | undefined;
+  private opened = false;
+  /** Ids of the relayed messages, kept after opening only when a relay was non-empty (late retransmissions). */
+  private relayIds: Set<string> | undefined;
+  s2 = 0;
+
+  constructor(
+    private readonly ports: InboundPorts,
+    readonly source: NodeRef,
+    readonly prepare: PrepareUnit,
+  ) {
+    this.keys = prepare.keys;
+  }
+
+  get id(): string {
+    return this.prepare.u;
+  }
+
+  get objectCount(): number {
+    return this.keys.length;
+  }
+
+  /** Waiting for its payload (a parcel that cannot be read fails these explicitly, see coordinator). */
+  get staged(): boolean {
+    return !this.parcel && !this.abandoned;
+  }
+
+  /** The temporary queue of every object of this unit (§10.3: one group, each record keeps its target). */
+  stage = (env: Envelope): void => {
+    if (this.opened) return void this.ports.routes.dispatch(env, true);
+    this.temporary.push(env);
+  };
+
+  /** Builds the unit's objects, paused: nothing runs before the owner CAS and the merge (§10.3). Throws on failure. */
+  restore(payload: UnitPayload): void {
+    const { objects } = this.ports;
+    const lane = objects.newLane();
+    lane.pause();
+    this.lane = lane;
+    const pendingTicks = new Map<string, Set<string>>();
+    for (const item of payload.queue) if (item.k === 'tick') (pendingTicks.get(item.to) ?? pendingTicks.set(item.to, new Set()).get(item.to)!).add(item.name);
+    const seqs = new Map<string, Map<string, number>>();
+    const sharedLane = payload.kind === 'spotWide';
+    const restored: Hosted[] = [];
+    try {
+      for (const c of payload.objects) {
+        const def = objects.definition(c.type);
+        const ownLane = sharedLane || c.key === payload.objects[0]!.key ? lane : objects.newLane();
+        const hosted = objects.newHosted(c.key, def, c.mode, ownLane, c.gen, c.auth, c.spot);
+        const policy = def.relocation;
+        // §9: PreserveStateWith restores the adapter's bytes; RecreateOnRelocation and PerActor shells run the factory.
+        hosted.state = c.state !== undefined && policy.kind === 'preserve' ? policy.restore(Buffer.from(c.state.buffer, c.state.byteOffset, c.state.length)) : def.create(c.key.slice(2));
+        seqs.set(c.key, hosted.timers.install(c.timers, pendingTicks.get(c.key) ?? new Set()));
+        restored.push(hosted);
+      }
+    } catch (error) {
+      for (const o of restored) o.timers.clear();
+      this.lane = undefined;
+      throw error;
+    }
+    this.restored = restored;
+    this.saved = payload.queue.map((item): WorkItem => {
+      if (item.k === 'msg') return { k: 'msg', to: item.to, env: item.env };
+      return { k: 'tick', to: item.to, name: item.name, seq: seqs.get(item.to)?.get(item.name) ?? -1 };
+    });
+  }
+
+  /** A leading part of a relay batch too large for one frame; the batch's first frame starts the span afresh. */
+  onRelayPart(message: RelayPartMessage): void {
+    if (this.opened) return this.deliverLate(message.relay);
+    if (message.first) this.incoming = [];
+    for (const env of message.relay) this.incoming.push(env);
+  }
+
+  /** Records the relay span; returns true the first time (the parcel counts it), false for a retransmission. */
+  onCutover(message: CutoverMessage): boolean {
+    if (this.opened) {
+      this.deliverLate(message.relay);
+      return false;
+    }
+    // Full replacement of the pre-boundary span (§13) by the whole (re)transmitted batch, never a per-message merge.
+    this.relay = message.first ? message.relay : [...this.incoming, ...message.relay];
+    this.incoming = [];
+    const first = !this.hasCutover;
+    this.hasCutover = true;
+    return first;
+  }
+
+  /** A late retransmission after dispatch opened: deliver only what was not relayed before. */
+  private deliverLate(relay: readonly Envelope[]): void {
+    for (const env of relay) if (!this.relayIds?.has(env.id)) this.ports.routes.dispatch(env, true);
+  }
+
+  /** The owner record CAS of a non-SpotWide unit (S2). */
+  casRequest(): { object: ReturnType<typeof idOf>; opId: string; expectedAuthorityGeneration: number; owner: NodeRef } {
+    const root = this.restored[0]!;
+    return { object: idOf(root.key), opId: `reloc:${this.prepare.u}`, expectedAuthorityGeneration: root.authorityGeneration, owner: this.ports.self };
+  }
+
+  /** Merge in order, switch the route, OnRelocationReadyCompleted, open dispatch (S3). */
+  open(): void {
+    const { objects, routes } = this.ports;
+    this.opened = true;
+    if (this.relay.length > 0) this.relayIds = new Set(this.relay.map((env) => env.id));
+    for (const o of this.restored) {
+      objects.adopt(o);
+      routes.invalidate(o.key);
+    }
+    const lane = this.lane!;
+    const root = this.restored[0]!;
+    if (this.prepare.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') objects.runReadyCompleted(root, 'Relocated');
+    const items: WorkItem[] = this.saved;
+    for (const env of this.relay) items.push({ k: 'msg', to: env.to, env });
+    for (const env of this.temporary) items.push({ k: 'msg', to: env.to, env });
+    this.saved = [];
+    this.temporary = [];
+    this.relay = [];
+    for (const item of items) {
+      const owner = objects.get(item.to);
+      if (!owner) continue;
+      if (item.k === 'msg') objects.deliver(item.env);
+      else owner.lane.push(item);
+    }
+    for (const o of this.restored) o.timers.start();
+    for (const o of this.restored) if (o.lane !== lane) o.lane.resume();
+    lane.resume();
+    const s3 = this.ports.clock.now();
+    telemetry.targetResume(s3 - this.s2, { unitKind: this.prepare.kind });
+    this.event('opened', 'S3', s3);
+    if (this.prepare.kind === 'perActorShell') {
+      // Member Actors whose own units opened before this shell re-link to it now.
+      for (const o of objects.values()) if (o.kind === 'actor' && o.spotId === root.id) root.members?.add(o.id);
+    }
+    if (root.kind === 'actor' && root.spotId !== undefined) objects.get(spotKey(root.spotId))?.members?.add(root.id);
+  }
+
+  /**
+   * §11, before relay-ready (abort, restore failure, staging expiry): what was prepared is dropped and nothing of
+   * the temporary queue runs here or gets a terminal from this target; it goes back to routing, which returns it
+   * to its origin to re-resolve the owner (still the source, which kept processing).
+   */
+  abandon(): void {
+    this.abandoned = true;
+    this.event('discarded', undefined, this.ports.clock.now());
+    const temporary = [...this.incoming, ...this.relay, ...this.temporary];
+    this.release();
+    for (const env of temporary) this.ports.routes.dispatch(env, true);
+  }
+
+  /** After the relay-ready boundary, a CAS that failed for good: the prepared objects and queue are removed (§11). */
+  discard(): void {
+    this.event('discarded', undefined, this.ports.clock.now());
+    for (const o of this.restored) o.timers.clear();
+    const ended = [...this.relay, ...this.temporary];
+    this.release();
+    // §11: nothing in the temporary queue ran; requests get their one terminal.
+    for (const env of ended) this.ports.routes.terminal(env, { ok: false, kind: 'unavailable', error: `relocation of ${env.to} was discarded` });
+  }
+
+  /**
+   * The unit ended: the coordinator keeps it a while longer to recognise a resent prepare or payload, so it lets
+   * go of everything heavy now — the objects belong to the Object Server (issue [6/10] RSS: finished units held
+   * ~7 KB each until their entry expired).
+   */
+  release(): void {
+    this.restored = [];
+    this.saved = [];
+    this.relay = [];
+    this.incoming = [];
+    this.temporary = [];
+    this.lane = undefined;
+  }
+
+  event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
+    if (!this.ports.unitEvents.active) return;
+    this.ports.unitEvents.emit({ side: 'target', unit: this.prepare.u, kind: this.prepare.kind, state, ...(point ? { point } : {}), objects: this.keys, at, ...extra });
+  }
+}
