@@ -19,7 +19,7 @@ import type {
   RemoveRequest,
 } from '../types';
 import {
-  casSchema,
+  parseCas,
   claimSchema,
   commitSchema,
   discardSchema,
@@ -82,7 +82,7 @@ export class MemoryLocationStore implements LocationStore {
   }
 
   async cas(request: CasRequest): Promise<CasResult> {
-    const req = parse(casSchema, request, 'cas');
+    const req = parseCas(request, 'cas');
     const prior = this.ops.recorded<CasResult>(req.opId);
     if (prior) return prior;
     const key = slotKey(req.object);
@@ -106,7 +106,7 @@ export class MemoryLocationStore implements LocationStore {
 
   async casMany(requests: readonly CasRequest[]): Promise<CasResult[]> {
     // Validate all first: one bad request rejects the call before any CAS applies (as on Redis).
-    requests.forEach((request, index) => parse(casSchema, request, `casMany[${index}]`));
+    requests.forEach((request, index) => parseCas(request, `casMany[${index}]`));
     return Promise.all(requests.map((request) => this.cas(request)));
   }
 

@@ -6,7 +6,7 @@
  * step was lost rolls it forward first, so no step ever has to be guessed.
  */
 import { StoreUnavailableError, type CasRequest, type CasResult, type ClaimRequest, type ClaimResult, type ObjectId, type OwnerRecord, type RemoveRequest } from '../types';
-import { casSchema, claimSchema, objectIdSchema, parse, removeSchema } from '../validation';
+import { claimSchema, objectIdSchema, parse, parseCas, removeSchema } from '../validation';
 import type { RedisContext } from './context';
 import { guarded } from './guarded';
 import { liveRecord, toRecord, type LiveValue, type OwnerReply, type SlotValue } from './records';
@@ -73,11 +73,11 @@ export class RedisOwnerRecords {
   }
 
   async cas(request: CasRequest): Promise<CasResult> {
-    return (await this.casAll([parse(casSchema, request, 'cas')]))[0]!;
+    return (await this.casAll([parseCas(request, 'cas')]))[0]!;
   }
 
   async casMany(requests: readonly CasRequest[]): Promise<CasResult[]> {
-    return this.casAll(requests.map((request, index) => parse(casSchema, request, `casMany[${index}]`)));
+    return this.casAll(requests.map((request, index) => parseCas(request, `casMany[${index}]`)));
   }
 
   async remove(request: RemoveRequest): Promise<CasResult> {

@@ -1,0 +1,231 @@
+/**
+ * The target side on fake ports (issue [6/10] item 4): a real Object Server and SimulatedClock; routing, the owner
+ * CAS and the replies to the source are recorded or scripted. Proves the per-unit semantics of one machine per
+ * inbound parcel: each unit its own reply, cutover, CAS outcome and failure.
+ */
+import { memoryStores } from '../../../stores/memory/memory-stores';
+import type { CasRequest, CasResult } from '../../../stores/types';
+import { StoreUnavailableError } from '../../../stores/types';
+import { SimulatedClock } from '../../clock';
+import { decodeValue, encodeValue } from '../../codec';
+import { defineActor, preserveState } from '../../definitions';
+import type { Envelope } from '../../envelope';
+import { ObjectServer } from '../../objects';
+import type { CasOutcome } from '../cas-batcher';
+import { describeType } from '../compatibility';
+import { encodeParcel } from '../parcel';
+import { PARCEL_ID_PREFIX } from '../parcel-sender';
+import { encodePayload, PAYLOAD_VERSION } from '../payload';
+import type { InboundPorts } from '../ports';
+import { RELOCATION_MESSAGE, type CutoverMessage } from '../protocol';
+import { Inbound } from './inbound';
+
+const SOURCE = { nodeId: 'source', lifecycleGeneration: 1 };
+const SELF = { nodeId: 'target', lifecycleGeneration: 1 };
+const VALIDITY_MS = 5000;
+const CUTOVER_WAIT_MS = 1000;
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await turn();
+};
+
+function setup(options: { cas?: (requests: readonly CasRequest[], call: number) => CasOutcome[] } = {}) {
+  const clock = new SimulatedClock();
+  const seen: string[] = [];
+  const Counter = defineActor<{ n: number }>({
+    type: 'Counter',
+    relocation: preserveState({ capture: (s) => encodeValue(s, 'state'), restore: (b) => decodeValue(b) as { n: number } }),
+    create: () => ({ n: 0 }),
+    receive: (_s, m) => void seen.push(String(m)),
+  });
+  const types = new Map([['Counter', Counter]]);
+  const stores = memoryStores();
+  const objects = new ObjectServer({
+    self: SELF,
+    clock,
+    location: stores.location,
+    relocationStore: stores.relocation,
+    types,
+    reply: () => undefined,
+    rejectStaleGeneration: () => undefined,
+    send: () => undefined,
+    request: async () => undefined,
+    log: () => undefined,
+  });
+  const replies: string[] = [];
+  const routed: string[] = [];
+  const ended: string[] = [];
+  const casCalls: string[][] = [];
+  let closed = false;
+  const ports: InboundPorts = {
+    self: SELF,
+    clock,
+    timing: { restoreValidityMs: VALIDITY_MS, relocationCutoverWaitTimeoutMs: CUTOVER_WAIT_MS },
+    capacity: 1000,
+    types,
+    objects,
+    routes: {
+      dispatch: (env) => void routed.push(env.id),
+      invalidate: () => undefined,
+      terminal: (env, t) => void ended.push(`${env.id}:${t.kind}`),
+    },
+    location: stores.location,
+    owners: {
+      submit: (requests, done) => {
+        const call = casCalls.push(requests.map((r) => r.object.id)) - 1;
+        const script = options.cas ?? ((rs: readonly CasRequest[]) => rs.map((): CasResult => ({ status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })));
+        setImmediate(() => done(script(requests, call)));
+      },
+    },
+    replies: {
+      prepared: (_s, u) => void replies.push(`prepared ${u}`),
+      ready: (_s, u) => void replies.push(`ready ${u}`),
+      fail: (_s, u, _r, error) => void replies.push(`fail ${u}: ${error}`),
+    },
+    log: () => undefined,
+    unitEvents: { active: false, emit: () => undefined },
+    inspect: undefined,
+    refusal: () => undefined,
+    closed: () => closed,
+    unitsEnded: () => undefined,
+  };
+  const inbound = new Inbound(ports);
+  const env = (id: string, to: string): Envelope => ({ id, to, gen: 1, body: encodeValue(id, 'message'), from: SOURCE, seq: 1 });
+  const prepare = (...ids: string[]) =>
+    inbound.onPrepare(SOURCE, {
+      t: RELOCATION_MESSAGE.prepare,
+      units: ids.map((id) => ({ u: `u-${id}`, kind: 'actor', keys: [`a:${id}`], ty: [0] })),
+      types: [describeType(Counter)],
+    });
+  const payload = (id: string, queued: string[] = []) =>
+    encodePayload({
+      v: PAYLOAD_VERSION,
+      unit: `u-${id}`,
+      kind: 'actor',
+      objects: [{ key: `a:${id}`, type: 'Counter', gen: 1, auth: 4, mode: 'entry', state: encodeValue({ n: 7 }, 'state'), timers: [] }],
+      queue: queued.map((q) => ({ k: 'msg', to: `a:${id}`, env: env(q, `a:${id}`) })),
+    });
+  const parcel = (...ids: string[]) =>
+    inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}p-${ids.join('')}`, { ok: true, bytes: encodeParcel(ids.map((id) => ({ unit: `u-${id}`, payload: payload(id, [`${id}-saved`]) }))) });
+  const cutover = (id: string, relay: string[] = []) => {
+    const message: CutoverMessage = { t: RELOCATION_MESSAGE.cutover, u: `u-${id}`, relay: relay.map((r) => env(r, `a:${id}`)), first: true };
+    inbound.onCutover(message);
+  };
+  return {
+    clock, inbound, objects, replies, routed, ended, casCalls, seen, prepare, parcel, cutover, env, payload,
+    close: () => {
+      closed = true;
+      inbound.close();
+      return stores.close();
+    },
+  };
+}
+
+test('a parcel of three units: one reply each, one CAS call for all, then each opens with saved → relay → temporary work in order', async () => {
+  const t = setup();
+  t.prepare('a', 'b', 'c');
+  expect(t.replies).toEqual(['prepared u-a', 'prepared u-b', 'prepared u-c']);
+  t.inbound.staging('a:b')!(t.env('b-temp', 'a:b')); // direct work while staged
+  t.parcel('a', 'b', 'c');
+  expect(t.replies.slice(3)).toEqual(['ready u-a', 'ready u-b', 'ready u-c']);
+  expect(t.objects.get('a:a')).toBeUndefined(); // nothing runs before the owner CAS
+  for (const id of ['a', 'b', 'c']) t.cutover(id, [`${id}-relay`]);
+  await settle();
+  expect(t.casCalls).toEqual([['a', 'b', 'c']]);
+  expect(t.inbound.inFlight).toBe(0);
+  expect(t.objects.get('a:b')!.authorityGeneration).toBe(9);
+  await settle();
+  expect(t.seen.filter((s) => s.startsWith('b-'))).toEqual(['b-saved', 'b-relay', 'b-temp']);
+  expect(t.inbound.staging('a:a')).toBeUndefined();
+  await t.close();
+});
+
+test('cutovers in two turns: the units that have theirs commit at once, the others keep waiting (split parcel)', async () => {
+  const t = setup();
+  t.prepare('a', 'b');
+  t.parcel('a', 'b');
+  t.cutover('a');
+  await settle();
+  expect(t.casCalls).toEqual([['a']]);
+  expect(t.objects.get('a:a')).toBeDefined();
+  expect(t.objects.get('a:b')).toBeUndefined();
+  expect(t.inbound.inFlight).toBe(1);
+  t.cutover('b');
+  await settle();
+  expect(t.casCalls).toEqual([['a'], ['b']]);
+  expect(t.objects.get('a:b')).toBeDefined();
+  await t.close();
+});
+
+test('one CAS conflict in a parcel: that unit alone is discarded (its requests end unavailable), the others open', async () => {
+  const t = setup({ cas: (rs) => rs.map((r): CasResult => (r.object.id === 'b' ? { status: 'conflict' } : { status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })) });
+  t.prepare('a', 'b', 'c');
+  t.parcel('a', 'b', 'c');
+  for (const id of ['a', 'b', 'c']) t.cutover(id, [`${id}-relay`]);
+  t.inbound.staging('a:b')!({ ...t.env('b-req', 'a:b'), req: 1 });
+  await settle();
+  expect(t.objects.get('a:a')).toBeDefined();
+  expect(t.objects.get('a:c')).toBeDefined();
+  expect(t.objects.get('a:b')).toBeUndefined();
+  expect(t.ended.sort()).toEqual(['b-relay:unavailable', 'b-req:unavailable']);
+  expect(t.inbound.inFlight).toBe(0);
+  await t.close();
+});
+
+test('no cutover within the wait: the parcel falls back to the CAS (§13)', async () => {
+  const t = setup();
+  t.prepare('a');
+  t.parcel('a');
+  t.clock.increment(CUTOVER_WAIT_MS + 1);
+  await settle();
+  expect(t.casCalls).toEqual([['a']]);
+  expect(t.objects.get('a:a')).toBeDefined();
+  await t.close();
+});
+
+test('store unavailable: the CAS is retried until restore validity ends, then the units are discarded (§11)', async () => {
+  const t = setup({ cas: (rs) => rs.map(() => ({ error: new StoreUnavailableError('down') })) });
+  t.prepare('a');
+  t.parcel('a');
+  t.cutover('a');
+  for (let i = 0; i < 12 && t.inbound.inFlight > 0; i++) {
+    await settle();
+    t.clock.increment(1000);
+  }
+  expect(t.casCalls.length).toBeGreaterThan(2);
+  expect(t.inbound.inFlight).toBe(0);
+  expect(t.objects.get('a:a')).toBeUndefined();
+  await t.close();
+});
+
+test('staging expiry: a unit whose payload never came is abandoned, its temporary work goes back to routing, a late payload is refused', async () => {
+  const t = setup();
+  t.prepare('a');
+  t.inbound.staging('a:a')!(t.env('temp', 'a:a'));
+  t.clock.increment(VALIDITY_MS + 1);
+  expect(t.routed).toEqual(['temp']);
+  expect(t.inbound.inFlight).toBe(0);
+  t.parcel('a');
+  expect(t.replies.at(-1)).toMatch(/^fail u-a: the target unit expired/);
+  await t.close();
+});
+
+test('a unit whose own checksum fails in a parcel fails alone; a resent payload restores nothing twice', async () => {
+  const t = setup();
+  t.prepare('a', 'b');
+  const bytes = encodeParcel([
+    { unit: 'u-a', payload: t.payload('a') },
+    { unit: 'u-b', payload: t.payload('b') },
+  ]);
+  bytes[bytes.length - 1]! ^= 0xff; // corrupt u-b's last payload byte
+  t.inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}x`, { ok: true, bytes });
+  expect(t.replies.slice(2, 3)).toEqual(['ready u-a']);
+  expect(t.replies[3]).toMatch(/^fail u-b: payload rejected/);
+  t.parcel('a'); // resent
+  expect(t.replies.at(-1)).toBe('ready u-a');
+  t.cutover('a');
+  await settle();
+  expect(t.casCalls).toEqual([['a']]);
+  await t.close();
+});
