@@ -5,14 +5,22 @@
 import type { TypeCapability } from '../../stores/types';
 import type { ObjectDefinition } from '../definitions';
 
+/** Definitions are immutable: one capability object per definition (asked once per unit in a 100k move). */
+const capabilities = new WeakMap<ObjectDefinition, TypeCapability>();
+
 export function describeType(def: ObjectDefinition): TypeCapability {
-  return {
-    type: def.type,
-    kind: def.kind,
-    policy: def.relocation.kind,
-    ...(def.relocation.kind === 'preserve' ? { adapter: def.relocation.adapter } : {}),
-    ...(def.kind === 'user' ? { executionMode: def.executionMode } : {}),
-  };
+  let capability = capabilities.get(def);
+  if (!capability) {
+    capability = Object.freeze({
+      type: def.type,
+      kind: def.kind,
+      policy: def.relocation.kind,
+      ...(def.relocation.kind === 'preserve' ? { adapter: def.relocation.adapter } : {}),
+      ...(def.kind === 'user' ? { executionMode: def.executionMode } : {}),
+    });
+    capabilities.set(def, capability);
+  }
+  return capability;
 }
 
 export function describeTypes(defs: readonly ObjectDefinition[]): TypeCapability[] {

@@ -106,6 +106,8 @@ export class RelocationCoordinator {
   private inboundWaiters: (() => void)[] = [];
   private readonly follows: ExpiryQueue<FollowEntry>;
   private readonly copies: ExpiryQueue<RetransmissionCopy>;
+  /** Sealed source units waiting for the target's reply (relay-ready or a failure), one shared timer (§8). */
+  private readonly replyWaits: ExpiryQueue<SourceUnit>;
   /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
   retransmissionsSent = 0;
@@ -142,6 +144,9 @@ export class RelocationCoordinator {
     this.copies = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, () => {
       this.copiesCleaned++;
       this.checkSafeToShutdown();
+    });
+    this.replyWaits = new ExpiryQueue(host.clock, Math.max(1000, timing.relocationCutoverWaitTimeoutMs), (unit) => {
+      if (!this.closed) unit.replyWaitEnded();
     });
     this.inbound = new Inbound({
       // The lifecycle generation is known only once the host started.
@@ -375,6 +380,11 @@ export class RelocationCoordinator {
     this.sources.set(unit.plan.id, unit);
   }
 
+  /** A sealed unit's payload reached the target: its reply is due within the wait (§8). */
+  awaitReply(unit: SourceUnit): void {
+    this.replyWaits.push(unit);
+  }
+
   /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */
   unregisterSource(actor: object, unit: SourceUnit): void {
     // Nothing of the driver is needed after S1: `following` and its final states run no driver action.
@@ -540,6 +550,7 @@ export class RelocationCoordinator {
     this.follows.clear();
     this.copies.clear();
     this.inbound.close();
+    this.replyWaits.clear();
   }
 
   diagnostics(limit: number): RelocationDiagnostics {

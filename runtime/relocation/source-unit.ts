@@ -35,7 +35,6 @@ export class SourceUnit {
   /** The target registered its temporary queue (r.prepared). */
   private prepared = false;
   private captured: WorkItem[] = [];
-  private replyTimer: unknown;
   /** Holds a seal permit (from before the safe point until the cutover submit, a restore or an abandon). */
   private permit = false;
   s0 = 0;
@@ -119,6 +118,7 @@ export class SourceUnit {
   }
 
   private typesInUse() {
+    if (this.objects.length === 1) return [describeType(this.objects[0]!.def)];
     const seen = new Map<string, ReturnType<typeof describeType>>();
     for (const o of this.objects) if (!seen.has(o.def.type)) seen.set(o.def.type, describeType(o.def));
     return [...seen.values()];
@@ -229,11 +229,14 @@ export class SourceUnit {
       return void this.actor.send({ type: 'REPLY_INDETERMINATE' });
     }
     if (this.at !== 'sealed') return;
-    // The target restores on intake and answers at once; no answer by then is indeterminate (§8).
-    const wait = Math.max(1000, this.coord.host.options.timing.relocationCutoverWaitTimeoutMs);
-    this.replyTimer = this.coord.host.clock.setTimeout(() => {
-      if (this.at === 'sealed') this.actor.send({ type: 'REPLY_INDETERMINATE' });
-    }, wait);
+    // The target restores on intake and answers at once; no answer by then is indeterminate (§8). One shared
+    // timer for all units (DESIGN.md "Known performance traps"), not one per unit.
+    this.coord.awaitReply(this);
+  }
+
+  /** The reply wait ended: without relay-ready or a failure by now the outcome is indeterminate (§8). */
+  replyWaitEnded(): void {
+    if (this.at === 'sealed') this.actor.send({ type: 'REPLY_INDETERMINATE' });
   }
 
   /** r.ready from the target (one entry of a batched reply, §13). */
@@ -249,7 +252,6 @@ export class SourceUnit {
   /** Entry of `following`: ordered relay, one-way cutover submit (S1), Message Follow from here until S4 (§8, §13). */
   relayAndCutover(): void {
     const host = this.coord.host;
-    this.coord.host.clock.clearTimeout(this.replyTimer);
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
     const relay = this.hold.map(movedEnvelope);
     const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
@@ -271,7 +273,6 @@ export class SourceUnit {
 
   restoreSource(): void {
     const objects = this.coord.host.objects;
-    this.coord.host.clock.clearTimeout(this.replyTimer);
     // §11: original queue first, then what arrived during the hold, in arrival order.
     const held: WorkItem[] = this.hold.map((env) => ({ k: 'msg', to: env.to, env }));
     for (const o of this.objects) {
