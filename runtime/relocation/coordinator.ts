@@ -38,6 +38,7 @@ import { TargetUnit } from './target-unit';
 import { CasBatcher } from './cas-batcher';
 import { decodeParcel, ParcelError } from './parcel';
 import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
+import { PrepareAssembly } from './prepare-assembly';
 import { UnitPool } from './unit-pool';
 
 export interface RelocationDiagnostics {
@@ -121,6 +122,8 @@ export class RelocationCoordinator {
   /** Unit ids, not units: a unit that ended early is not kept alive until its deadline passes (issue [6/10] RSS). */
   private readonly stagingExpiry: ExpiryQueue<string>;
   private readonly cutoverWaits: ExpiryQueue<string>;
+  /** `r.prepareKeys` parts of units too large for one message, until whole (bounded, prepare-assembly.ts). */
+  private readonly prepareParts: PrepareAssembly;
   /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
   retransmissionsSent = 0;
@@ -167,6 +170,10 @@ export class RelocationCoordinator {
     };
     this.stagingExpiry = new ExpiryQueue(host.clock, timing.restoreValidityMs, expire('STAGING_EXPIRED'));
     this.cutoverWaits = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, expire('CUTOVER_WAIT_ENDED'));
+    this.prepareParts = new PrepareAssembly(host.clock, timing.restoreValidityMs, () => host.options.capacity, {
+      complete: (from, message) => this.onPrepare(from, message),
+      fail: (from, u, reason, error) => this.sendFail(from, u, reason, error),
+    });
     const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: object }) => {
       const unit = this.sourceByActor.get(self);
       if (unit) run(unit);
@@ -485,6 +492,8 @@ export class RelocationCoordinator {
     switch (message.t) {
       case RELOCATION_MESSAGE.prepare:
         return this.onPrepare(from, message);
+      case RELOCATION_MESSAGE.prepareKeys:
+        return this.prepareParts.add(from, message);
       case RELOCATION_MESSAGE.relayPart:
         return this.targets.get(message.u)?.onRelayPart(message);
       case RELOCATION_MESSAGE.cutover:
@@ -654,6 +663,7 @@ export class RelocationCoordinator {
     this.finishedTargets.clear();
     this.stagingExpiry.clear();
     this.cutoverWaits.clear();
+    this.prepareParts.clear();
   }
 
   /** Relay-ready was sent: without a cutover within the cutover wait the unit falls back to the CAS (§13). */
