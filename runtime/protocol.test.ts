@@ -88,4 +88,35 @@ describe('runtime message validation (hand-checked hot path)', () => {
       expect(parseRelocationMessage(bad)).toBeUndefined();
     });
   });
+
+  describe('r.prepareKeys (one large unit in parts)', () => {
+    const Room = { type: 'Room', kind: 'user', policy: 'preserve', adapter: 'json', executionMode: 'SpotWide' };
+    const head = { parts: 3, n: 5, kind: 'spotWide', ty: [0], types: [Room] };
+    const first = { t: 'r.prepareKeys', u: 'u1', part: 0, keys: ['s:room', 'a:1'], head };
+    const next = { t: 'r.prepareKeys', u: 'u1', part: 2, keys: ['a:4'] };
+    test('accepts part 0 with its head and later parts without one', () => {
+      expect(parseRelocationMessage(first)).toBe(first);
+      expect(parseRelocationMessage(next)).toBe(next);
+    });
+    test.each([
+      ['no unit id', { ...first, u: '' }],
+      ['a negative part', { ...next, part: -1 }],
+      ['a fractional part', { ...next, part: 1.5 }],
+      ['a part as a string', { ...next, part: '1' }],
+      ['no keys', { ...next, keys: [] }],
+      ['a bad key', { ...next, keys: ['a:4', 'x:5'] }],
+      ['part 0 without a head', { ...first, head: undefined }],
+      ['a later part with a head', { ...next, head }],
+      ['a head with no parts', { ...first, head: { ...head, parts: 0 } }],
+      ['a head with no keys', { ...first, head: { ...head, n: 0 } }],
+      ['a head with a fractional key count', { ...first, head: { ...head, n: 2.5 } }],
+      ['a head of unknown unit kind', { ...first, head: { ...head, kind: 'user' } }],
+      ['a head without types', { ...first, head: { ...head, types: [] } }],
+      ['a head with a bad capability', { ...first, head: { ...head, types: [{ ...Room, policy: 'keep' }] } }],
+      ['a head whose type index is out of range', { ...first, head: { ...head, ty: [1] } }],
+      ['a head without type indexes', { ...first, head: { ...head, ty: [] } }],
+    ])('refuses %s', (_, bad) => {
+      expect(parseRelocationMessage(bad)).toBeUndefined();
+    });
+  });
 });

@@ -40,7 +40,7 @@ export class MeshTransport implements Transport {
   private closePromise: Promise<void> | undefined;
   private counters = { protocolErrors: 0, refusedHellos: 0 };
   private readonly budgetBytes: number;
-  private readonly maxFrameBytes: number;
+  readonly maxFrameBytes: number;
   private readonly self: PeerIdentity;
 
   constructor(

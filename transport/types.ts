@@ -106,6 +106,12 @@ export interface Transport {
   isReadyOnEveryMesh(peer: NodeRef): boolean;
   /** Ordered, coalesced per tick. false when no Ready connection to that peer exists on the primary mesh. */
   send(peer: NodeRef, message: RuntimeMessage): boolean;
+  /**
+   * Largest frame this transport sends or accepts (TransportOptions.maxFrameBytes); one runtime message must fit
+   * in one frame, so senders of large messages split below it. Optional so other implementations stay valid.
+   * @default 4 MiB (TRANSPORT_DEFAULTS.maxFrameBytes) when absent
+   */
+  readonly maxFrameBytes?: number;
   /** Waits for budget before the caller seals anything (§7). */
   acquireBudget(peer: NodeRef, bytes: number, signal?: AbortSignal): Promise<BudgetLease>;
   /** Chunked sha256-checked transfer charged to `lease`; resolves when the target acknowledged intake. */

@@ -1,7 +1,10 @@
+import { SimulatedClock } from 'xstate';
 import type { NodeRef, TypeCapability } from '../../stores/types';
+import { batchFrameBytes, encodeMessage } from '../../transport/frames';
 import type { RuntimeMessage, Transport } from '../../transport/types';
-import { CONTROL_BATCH_BYTES, ControlBatcher } from './control-batcher';
-import { parseRelocationMessage } from './protocol';
+import { CONTROL_BATCH_BYTES, ControlBatcher, controlMessageBytes } from './control-batcher';
+import { PrepareAssembly } from './prepare-assembly';
+import { parseRelocationMessage, type PrepareKeysMessage, type PrepareMessage, type RelocationMessage } from './protocol';
 
 const a: NodeRef = { nodeId: 'a', lifecycleGeneration: 1 };
 const b: NodeRef = { nodeId: 'b', lifecycleGeneration: 1 };
@@ -9,9 +12,9 @@ const Counter: TypeCapability = { type: 'Counter', kind: 'actor', policy: 'prese
 const Lobby: TypeCapability = { type: 'Lobby', kind: 'user', policy: 'recreate', executionMode: 'SpotWide' };
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-function recording(ok = true) {
+function recording(ok = true, maxFrameBytes?: number) {
   const sent: { peer: string; message: RuntimeMessage }[] = [];
-  const transport = { send: (peer: NodeRef, message: RuntimeMessage) => (sent.push({ peer: peer.nodeId, message }), ok) } as unknown as Transport;
+  const transport = { maxFrameBytes, send: (peer: NodeRef, message: RuntimeMessage) => (sent.push({ peer: peer.nodeId, message }), ok) } as unknown as Transport;
   return { sent, transport };
 }
 
@@ -104,5 +107,84 @@ describe('ControlBatcher', () => {
     const ready = sent.filter((s) => s.message.t === 'r.ready').map((s) => (s.message as unknown as { us: string[] }).us);
     expect(ready.length).toBeGreaterThan(1);
     expect(ready.flat()).toHaveLength(100_000);
+  });
+
+  describe('one unit larger than a message (a SpotWide Spot with very many members)', () => {
+    const FRAME = 16 * 1024;
+    const keys = ['s:room', ...Array.from({ length: 3000 }, (_, i) => `a:member-${i}`)];
+
+    test('the message size follows the transport frame limit: CONTROL_BATCH_BYTES, or a quarter of a lower limit', () => {
+      expect(controlMessageBytes(undefined)).toBe(CONTROL_BATCH_BYTES);
+      expect(controlMessageBytes(64 * 1024 * 1024)).toBe(CONTROL_BATCH_BYTES);
+      expect(controlMessageBytes(FRAME)).toBe(FRAME / 4);
+    });
+
+    test('goes as r.prepareKeys parts that each fit a frame, beside the batch of the others; the target assembles the very same unit', async () => {
+      const { sent, transport } = recording(true, FRAME);
+      const control = new ControlBatcher(() => transport);
+      control.prepare(a, { u: 'small', kind: 'actor', keys: ['a:1'] }, [Counter], () => undefined);
+      control.prepare(a, { u: 'big', kind: 'spotWide', keys }, [Lobby, Counter], () => undefined);
+      await turn();
+      const messages = sent.map((s) => s.message);
+      for (const m of messages) {
+        expect(parseRelocationMessage(m)).toBeDefined();
+        expect(batchFrameBytes(encodeMessage(m).length, 1)).toBeLessThanOrEqual(FRAME);
+      }
+      const partsSent = messages.filter((m) => m.t === 'r.prepareKeys') as unknown as PrepareKeysMessage[];
+      expect(partsSent.length).toBeGreaterThan(3);
+      expect(partsSent.map((p) => p.part)).toEqual(partsSent.map((_, i) => i));
+      expect(partsSent[0]!.head).toEqual({ parts: partsSent.length, n: keys.length, kind: 'spotWide', ty: [0, 1], types: [Lobby, Counter] });
+      // The batch holds the others only, with only their capabilities.
+      expect(messages.filter((m) => m.t === 'r.prepare')).toEqual([{ t: 'r.prepare', units: [{ u: 'small', kind: 'actor', keys: ['a:1'], ty: [0] }], types: [Counter] }]);
+
+      const sim = new SimulatedClock();
+      const completed: PrepareMessage[] = [];
+      const assembly = new PrepareAssembly({ now: () => sim.now(), setTimeout: (fn, ms) => sim.setTimeout(fn, ms), clearTimeout: (h) => sim.clearTimeout(h as number) }, 1000, () => 100_000, {
+        complete: (_from, message) => completed.push(message),
+        fail: (_from, u, _reason, error) => {
+          throw new Error(`${u}: ${error}`);
+        },
+      });
+      for (const m of messages) {
+        const parsed = parseRelocationMessage(m) as RelocationMessage;
+        if (parsed.t === 'r.prepareKeys') assembly.add(b, parsed);
+      }
+      expect(completed).toEqual([{ t: 'r.prepare', units: [{ u: 'big', kind: 'spotWide', keys, ty: [0, 1] }], types: [Lobby, Counter] }]);
+    });
+
+    test('parts go out in the same flush, before a per-unit message that must not overtake them', () => {
+      const { sent, transport } = recording(true, FRAME);
+      const control = new ControlBatcher(() => transport);
+      control.prepare(a, { u: 'big', kind: 'spotWide', keys }, [Lobby], () => undefined);
+      control.flush(a);
+      expect(sent.length).toBeGreaterThan(3);
+      expect(sent.every((s) => s.message.t === 'r.prepareKeys')).toBe(true);
+    });
+
+    test('a part the transport does not take fails the unit once and sends no later part', async () => {
+      let taken = 0;
+      const sent: RuntimeMessage[] = [];
+      const transport = { maxFrameBytes: FRAME, send: (_: NodeRef, m: RuntimeMessage) => (sent.push(m), ++taken <= 2) } as unknown as Transport;
+      const control = new ControlBatcher(() => transport);
+      const failed: string[] = [];
+      control.prepare(a, { u: 'big', kind: 'spotWide', keys }, [Lobby], () => failed.push('big'));
+      await turn();
+      expect(failed).toEqual(['big']);
+      expect(sent).toHaveLength(3);
+    });
+
+    test('a message the transport throws on (larger than a frame after all) fails its units instead of throwing', async () => {
+      const transport = {
+        send: () => {
+          throw new RangeError('send: message exceeds maxFrameBytes');
+        },
+      } as unknown as Transport;
+      const control = new ControlBatcher(() => transport);
+      const failed: string[] = [];
+      control.prepare(a, { u: 'u1', kind: 'actor', keys: ['a:1'] }, [Counter], () => failed.push('u1'));
+      control.prepared(a, 'u0');
+      control.flush(a);
+      expect(failed).toEqual(['u1']);
+    });
   });
 });

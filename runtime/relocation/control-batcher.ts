@@ -7,14 +7,27 @@
  * Order per unit on the connection is kept: a batch goes out at the end of the turn (setImmediate, like the
  * parcels), in the order prepare → prepared → ready; a per-unit message that must not overtake a batched one
  * (`r.abort` after its `r.prepare`, §11; `r.fail` after a `r.prepared`) calls `flush(peer)` first.
+ *
+ * One unit whose keys alone do not fit one message (a SpotWide Spot with very many members) goes on its own as
+ * `r.prepareKeys` parts, sent one after the other in the same flush, so its `r.abort` still cannot overtake them;
+ * the target assembles them (prepare-assembly.ts). The message size follows the transport's frame limit.
  */
 import type { NodeRef, TypeCapability } from '../../stores/types';
-import type { Transport } from '../../transport/types';
+import { TRANSPORT_DEFAULTS } from '../../transport/constants';
+import type { RuntimeMessage, Transport } from '../../transport/types';
 import { nodeKey } from '../keys';
-import { RELOCATION_MESSAGE, type PrepareUnit } from './protocol';
+import { RELOCATION_MESSAGE, type PrepareKeysMessage, type PrepareUnit } from './protocol';
 
 /** Estimated encoded bytes per message: well under the transport's frame limit (default 4 MiB). */
 export const CONTROL_BATCH_BYTES = 1024 * 1024;
+
+/**
+ * Estimated bytes per control message for a transport: CONTROL_BATCH_BYTES, or a quarter of a lower frame limit.
+ * The estimates count UTF-16 code units and UTF-8 takes at most 3 bytes for one, so a quarter always fits.
+ */
+export function controlMessageBytes(maxFrameBytes: number | undefined): number {
+  return Math.min(CONTROL_BATCH_BYTES, Math.floor((maxFrameBytes ?? TRANSPORT_DEFAULTS.maxFrameBytes) / 4));
+}
 
 interface PendingPrepare {
   readonly unit: PrepareUnit;
@@ -34,6 +47,9 @@ interface Pending {
 
 /** Rough encoded size of one unit id / key in a control message (msgpack string header and the string). */
 const idBytes = (s: string) => s.length + 5;
+const prepareBytes = (p: PendingPrepare) => idBytes(p.unit.u) + 16 + p.unit.keys.reduce((n, k) => n + idBytes(k), 0) + 2 * p.unit.ty.length;
+/** Rough encoded size of a type capability (field names, values, msgpack headers). */
+const capabilityBytes = (c: TypeCapability) => c.type.length + (c.adapter?.length ?? 0) + 96;
 
 export class ControlBatcher {
   private readonly pending = new Map<string, Pending>();
@@ -95,12 +111,25 @@ export class ControlBatcher {
   private send(entry: Pending): void {
     const transport = this.transport();
     const { peer } = entry;
+    const limit = controlMessageBytes(transport?.maxFrameBytes);
+    // A message the transport refuses (none Ready, or too large after all) is one not taken: never a throw here.
+    const send = (message: RuntimeMessage): boolean => {
+      try {
+        return transport?.send(peer, message) ?? false;
+      } catch {
+        return false;
+      }
+    };
     if (entry.prepares.length > 0) {
-      for (const part of split(entry.prepares, (p) => idBytes(p.unit.u) + 16 + p.unit.keys.reduce((n, k) => n + idBytes(k), 0) + 2 * p.unit.ty.length)) {
+      const batched: PendingPrepare[] = [];
+      for (const p of entry.prepares) {
+        if (prepareBytes(p) <= limit) batched.push(p);
+        else if (!sendInParts(p, entry.types, limit, send)) p.unsent();
+      }
+      for (const part of split(batched, prepareBytes, limit)) {
         // Only the capabilities this message's units use, re-indexed when the batch was split.
         const { types, units } = part.length === entry.prepares.length ? { types: entry.types, units: part.map((p) => p.unit) } : reindex(part, entry.types);
-        const ok = transport?.send(peer, { t: RELOCATION_MESSAGE.prepare, units, types }) ?? false;
-        if (!ok) for (const p of part) p.unsent();
+        if (!send({ t: RELOCATION_MESSAGE.prepare, units, types })) for (const p of part) p.unsent();
       }
     }
     for (const [t, us] of [
@@ -108,19 +137,35 @@ export class ControlBatcher {
       [RELOCATION_MESSAGE.ready, entry.ready],
     ] as const) {
       if (us.length === 0) continue;
-      for (const part of split(us, idBytes)) transport?.send(peer, { t, us: part });
+      for (const part of split(us, idBytes, limit)) send({ t, us: part });
     }
   }
 }
 
-/** Consecutive runs whose estimated size stays under CONTROL_BATCH_BYTES (at least one item each). */
-function split<T>(items: T[], size: (item: T) => number): T[][] {
+/**
+ * One unit's prepare as `r.prepareKeys` parts (protocol.ts), in order; part 0 carries the head. false as soon as
+ * the transport does not take a part (the rest are not sent: the target's assembly expires or fails).
+ */
+function sendInParts(p: PendingPrepare, all: readonly TypeCapability[], limit: number, send: (message: RuntimeMessage) => boolean): boolean {
+  const { types, units } = reindex([p], all);
+  const { u, kind, keys, ty } = units[0]!;
+  const headBytes = idBytes(u) + 64 + 2 * ty.length + types.reduce((n, c) => n + capabilityBytes(c), 0);
+  const parts = split(keys, idBytes, Math.max(limit - headBytes, 1));
+  for (let i = 0; i < parts.length; i++) {
+    const message = { t: RELOCATION_MESSAGE.prepareKeys, u, part: i, keys: parts[i]!, ...(i === 0 ? { head: { parts: parts.length, n: keys.length, kind, ty, types } } : {}) } satisfies PrepareKeysMessage;
+    if (!send(message)) return false;
+  }
+  return true;
+}
+
+/** Consecutive runs whose estimated size stays under `limit` (at least one item each). */
+function split<T>(items: readonly T[], size: (item: T) => number, limit: number): T[][] {
   const parts: T[][] = [];
   let part: T[] = [];
   let bytes = 0;
   for (const item of items) {
     const n = size(item);
-    if (part.length > 0 && bytes + n > CONTROL_BATCH_BYTES) {
+    if (part.length > 0 && bytes + n > limit) {
       parts.push(part);
       part = [];
       bytes = 0;

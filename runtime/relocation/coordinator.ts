@@ -36,6 +36,7 @@ import { selectTarget, type SelectionResult } from './target-selection';
 import { Inbound } from './target/inbound';
 import { CasBatcher } from './cas-batcher';
 import { ParcelSender } from './parcel-sender';
+import { PrepareAssembly } from './prepare-assembly';
 import { UnitPool } from './unit-pool';
 
 export interface RelocationDiagnostics {
@@ -101,6 +102,8 @@ export class RelocationCoordinator {
   private readonly bytesPerType = new Map<string, number>();
   /** The target side: inbound units, one machine per inbound parcel. */
   readonly inbound: Inbound;
+  /** `r.prepareKeys` parts of units too large for one message, until whole (bounded, prepare-assembly.ts). */
+  private readonly prepareParts: PrepareAssembly;
   private settleWaiters: (() => void)[] = [];
   /** Woken whenever no inbound (target) unit is in flight: §4 accepted work before the inventory. */
   private inboundWaiters: (() => void)[] = [];
@@ -173,6 +176,10 @@ export class RelocationCoordinator {
         host.state !== FrameworkRuntimeState.Serving || this.closed ? `target is ${nameOf(FrameworkRuntimeState, host.state)}, not Serving` : undefined,
       closed: () => this.closed,
       unitsEnded: () => this.inboundEnded(),
+    });
+    this.prepareParts = new PrepareAssembly(host.clock, timing.restoreValidityMs, () => host.options.capacity, {
+      complete: (from, message) => this.inbound.onPrepare(from, message),
+      fail: (from, u, reason, error) => this.sendFail(from, u, reason, error),
     });
     const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: object }) => {
       const unit = this.sourceByActor.get(self);
@@ -474,6 +481,8 @@ export class RelocationCoordinator {
     switch (message.t) {
       case RELOCATION_MESSAGE.prepare:
         return this.inbound.onPrepare(from, message);
+      case RELOCATION_MESSAGE.prepareKeys:
+        return this.prepareParts.add(from, message);
       case RELOCATION_MESSAGE.relayPart:
         return this.inbound.onRelayPart(message);
       case RELOCATION_MESSAGE.cutover:
@@ -550,6 +559,7 @@ export class RelocationCoordinator {
     this.follows.clear();
     this.copies.clear();
     this.inbound.close();
+    this.prepareParts.clear();
     this.replyWaits.clear();
   }
 

@@ -15,6 +15,13 @@ export const RELOCATION_MESSAGE = {
    * (§4 unit compatibility) deduplicated across the units and `ty` indexes the ones each unit uses.
    */
   prepare: 'r.prepare',
+  /**
+   * Source → target: one part of a single unit's prepare too large for one message (a SpotWide Spot with very many
+   * members): `{ u, part, keys }`, parts 0, 1, … in order on the one connection. Part 0 also carries the `head` —
+   * the unit's kind, its type capabilities, and how many parts and keys there are in all. The target assembles the
+   * parts (prepare-assembly.ts) and then handles the unit exactly like one unit of an `r.prepare`.
+   */
+  prepareKeys: 'r.prepareKeys',
   /** Target → source: temporary queue registered, for each unit in `us`. */
   prepared: 'r.prepared',
   /** Target → source: explicit failure before relay-ready (§11), with a RelocationReason; one unit `u`. */
@@ -46,6 +53,25 @@ export interface PrepareMessage {
   t: typeof RELOCATION_MESSAGE.prepare;
   units: PrepareUnit[];
   types: TypeCapability[];
+}
+/** What part 0 of an `r.prepareKeys` adds: the rest of the unit's PrepareUnit, and the size of the whole. */
+export interface PrepareHead {
+  /** Parts in all (≥ 1), this one included. */
+  parts: number;
+  /** Keys in all parts together (≥ 1). */
+  n: number;
+  kind: UnitKind;
+  /** Indexes into `types`, as in an `r.prepare`. */
+  ty: number[];
+  types: TypeCapability[];
+}
+export interface PrepareKeysMessage {
+  t: typeof RELOCATION_MESSAGE.prepareKeys;
+  u: string;
+  /** 0-based; part 0 and only part 0 has the head. */
+  part: number;
+  keys: string[];
+  head?: PrepareHead;
 }
 /** `r.prepared` / `r.ready`: the same reply for each unit in `us`. */
 export interface UnitsMessage {
@@ -112,6 +138,7 @@ export function relayBatchMessages(u: string, relay: readonly Envelope[], retran
 
 export type RelocationMessage =
   | PrepareMessage
+  | PrepareKeysMessage
   | UnitsMessage
   | z.infer<typeof failSchema>
   | RelayPartMessage
@@ -153,9 +180,29 @@ function isPrepareUnit(v: unknown, types: number): v is PrepareUnit {
   );
 }
 
+const isIndexes = (v: unknown, below: number): boolean =>
+  Array.isArray(v) && v.length > 0 && v.every((i) => Number.isInteger(i) && (i as number) >= 0 && (i as number) < below);
+const isPositiveCount = (v: unknown): boolean => Number.isSafeInteger(v) && (v as number) > 0;
+
+function isPrepareHead(v: unknown): v is PrepareHead {
+  if (typeof v !== 'object' || v === null) return false;
+  const h = v as Record<string, unknown>;
+  const types = h.types;
+  return (
+    isPositiveCount(h.parts) &&
+    isPositiveCount(h.n) &&
+    UNIT_KINDS.has(h.kind) &&
+    Array.isArray(types) &&
+    types.length > 0 &&
+    types.every(isCapability) &&
+    isIndexes(h.ty, types.length)
+  );
+}
+
 /**
- * Hand-checked, no zod on the hot path (issue [6/10]): the batched prepare (units and capabilities), the batched
- * replies and the relay/cutover frames; only the rare `r.fail` goes through its schema.
+ * Hand-checked, no zod on the hot path (issue [6/10]): the batched prepare (units and capabilities), the parts of
+ * one large unit's prepare, the batched replies and the relay/cutover frames; only the rare `r.fail` goes through
+ * its schema.
  */
 export function parseRelocationMessage(raw: unknown): RelocationMessage | undefined {
   if (typeof raw !== 'object' || raw === null) return undefined;
@@ -165,6 +212,11 @@ export function parseRelocationMessage(raw: unknown): RelocationMessage | undefi
       const types = m.types;
       if (!Array.isArray(types) || types.length === 0 || !types.every(isCapability)) return undefined;
       return Array.isArray(m.units) && m.units.length > 0 && m.units.every((u) => isPrepareUnit(u, types.length)) ? (raw as RelocationMessage) : undefined;
+    }
+    case RELOCATION_MESSAGE.prepareKeys: {
+      if (!isUnitId(m.u) || !Number.isSafeInteger(m.part) || (m.part as number) < 0) return undefined;
+      if (!Array.isArray(m.keys) || m.keys.length === 0 || !m.keys.every(isKey)) return undefined;
+      return (m.part === 0 ? isPrepareHead(m.head) : m.head === undefined) ? (raw as RelocationMessage) : undefined;
     }
     case RELOCATION_MESSAGE.prepared:
     case RELOCATION_MESSAGE.ready:
