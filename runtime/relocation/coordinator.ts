@@ -109,8 +109,11 @@ export class RelocationCoordinator {
   private inboundWaiters: (() => void)[] = [];
   private readonly follows: ExpiryQueue<FollowEntry>;
   private readonly copies: ExpiryQueue<RetransmissionCopy>;
-  /** Sealed source units waiting for the target's reply (relay-ready or a failure), one shared timer (§8). */
-  private readonly replyWaits: ExpiryQueue<SourceUnit>;
+  /**
+   * Sealed source units waiting for the target's reply (relay-ready or a failure), one shared timer (§8). Unit ids,
+   * not units: a unit that cut over is not kept alive (with its objects) until the wait would have ended.
+   */
+  private readonly replyWaits: ExpiryQueue<string>;
   /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
   copiesCleaned = 0;
   retransmissionsSent = 0;
@@ -148,8 +151,8 @@ export class RelocationCoordinator {
       this.copiesCleaned++;
       this.checkSafeToShutdown();
     });
-    this.replyWaits = new ExpiryQueue(host.clock, Math.max(1000, timing.relocationCutoverWaitTimeoutMs), (unit) => {
-      if (!this.closed) unit.replyWaitEnded();
+    this.replyWaits = new ExpiryQueue(host.clock, Math.max(1000, timing.relocationCutoverWaitTimeoutMs), (id) => {
+      if (!this.closed) this.sources.get(id)?.replyWaitEnded();
     });
     this.inbound = new Inbound({
       // The lifecycle generation is known only once the host started.
@@ -389,7 +392,7 @@ export class RelocationCoordinator {
 
   /** A sealed unit's payload reached the target: its reply is due within the wait (§8). */
   awaitReply(unit: SourceUnit): void {
-    this.replyWaits.push(unit);
+    this.replyWaits.push(unit.plan.id);
   }
 
   /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */

@@ -6,6 +6,7 @@
  * Follow routes and retransmission copies live), after S4 (follow window 3 s), after each host's Shutdown (what is
  * left is the memory stores: records and their op log).
  */
+import { writeHeapSnapshot } from 'node:v8';
 import { createRuntime, defineActor, memoryStores, preserveState, RelocationMode } from '../../runtime';
 const A = defineActor<{ n: number; pad: string }>({
   type: 'A',
@@ -30,6 +31,8 @@ const mb = (): number => {
   console.log('after create on a', mb());
   const r = await a.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 120000 });
   console.log('relocated', r.outcome, mb());
+  // ZLINK_HEAP_SNAPSHOT=<file>: what is live right after Relocated (open it in Chrome DevTools → Memory).
+  if (process.env.ZLINK_HEAP_SNAPSHOT) console.log('heap snapshot', writeHeapSnapshot(process.env.ZLINK_HEAP_SNAPSHOT));
   await new Promise((res) => setTimeout(res, 3500));
   console.log('after S4', mb(), 'safe', a.status.safeToShutdown);
   await a.shutdown();
