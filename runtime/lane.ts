@@ -23,8 +23,9 @@ export class Lane {
   private pumping = false;
   private pauses = 0;
   private posted = false;
-  private turnEnd: (() => void)[] = [];
-  private idle: (() => void)[] = [];
+  /** Waiters, allocated on first use: most lanes never have one (issue [6/10] RSS, one lane per Actor). */
+  private turnEnd: (() => void)[] | undefined;
+  private idle: (() => void)[] | undefined;
 
   constructor(private readonly execute: (item: WorkItem) => unknown) {}
 
@@ -51,13 +52,15 @@ export class Lane {
     this.queue.push(item);
     if (this.posted) return;
     this.posted = true;
-    queueMicrotask(this.pumpPosted);
+    queueMicrotask((this.pumpPosted ??= () => {
+      this.posted = false;
+      this.pump();
+    }));
   }
 
-  private pumpPosted = (): void => {
-    this.posted = false;
-    this.pump();
-  };
+  /** Callbacks bound on first use (one lane per Actor; most never post or run an async turn). */
+  private pumpPosted: (() => void) | undefined;
+  private afterAsyncTurn: (() => void) | undefined;
 
   /** Puts items back in front, in their order (§11: restored to the source queue in arrival order). */
   unshift(items: readonly WorkItem[]): void {
@@ -71,7 +74,7 @@ export class Lane {
   pause(): Promise<void> {
     this.pauses++;
     if (!this.busy) return Promise.resolve();
-    return new Promise((resolve) => this.turnEnd.push(resolve));
+    return new Promise((resolve) => (this.turnEnd ??= []).push(resolve));
   }
 
   resume(): void {
@@ -100,7 +103,7 @@ export class Lane {
   /** Resolves when nothing is queued or running (paused lanes with queued work are not idle). */
   whenIdle(): Promise<void> {
     if (!this.running && this.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.idle.push(resolve));
+    return new Promise((resolve) => (this.idle ??= []).push(resolve));
   }
 
   private pump(): void {
@@ -124,7 +127,12 @@ export class Lane {
         }
         if (isThenable(result)) {
           this.running = true;
-          result.then(this.afterAsyncTurn, this.afterAsyncTurn);
+          const after = (this.afterAsyncTurn ??= () => {
+            this.running = false;
+            this.settle();
+            this.pump();
+          });
+          result.then(after, after);
           return;
         }
         this.releaseTurnWaiters();
@@ -135,25 +143,19 @@ export class Lane {
     this.settle();
   }
 
-  private afterAsyncTurn = (): void => {
-    this.running = false;
-    this.settle();
-    this.pump();
-  };
-
   private releaseTurnWaiters(): void {
-    if (this.turnEnd.length === 0) return;
     const waiters = this.turnEnd;
-    this.turnEnd = [];
+    if (!waiters || waiters.length === 0) return;
+    this.turnEnd = undefined;
     for (const w of waiters) w();
   }
 
   private settle(): void {
     if (this.running) return;
     this.releaseTurnWaiters();
-    if (this.length === 0 && this.idle.length) {
+    if (this.length === 0 && this.idle?.length) {
       const waiters = this.idle;
-      this.idle = [];
+      this.idle = undefined;
       for (const w of waiters) w();
     }
   }

@@ -26,8 +26,12 @@ interface Entry {
 
 let nextSeq = 1;
 
+/** Shared by every table without timers; never written (see `writable`). */
+const NO_TIMERS: Map<string, Entry> = new Map();
+
 export class TimerTable implements TimerApi {
-  private entries = new Map<string, Entry>();
+  /** Most objects never schedule a timer: they share one empty map until their first (issue [6/10] RSS). */
+  private entries: Map<string, Entry> = NO_TIMERS;
   private frozen = false;
 
   constructor(
@@ -35,6 +39,11 @@ export class TimerTable implements TimerApi {
     /** Queues a tick into the owner's lane. */
     private readonly fire: (name: string, seq: number) => void,
   ) {}
+
+  private writable(): Map<string, Entry> {
+    if (this.entries === NO_TIMERS) this.entries = new Map();
+    return this.entries;
+  }
 
   schedule(name: string, spec: TimerSpec): void {
     if (typeof name !== 'string' || name.length === 0) throw new ArgumentError('name', 'must be a non-empty string');
@@ -44,7 +53,7 @@ export class TimerTable implements TimerApi {
       throw new ArgumentError('spec.periodMs', 'must be a finite number > 0');
     this.cancel(name);
     const entry: Entry = { seq: nextSeq++, dueAt: this.clock.now() + spec.dueMs, periodMs: spec.periodMs, handle: undefined, pending: false };
-    this.entries.set(name, entry);
+    this.writable().set(name, entry);
     this.arm(name, entry);
   }
 
@@ -101,7 +110,7 @@ export class TimerTable implements TimerApi {
     const now = this.clock.now();
     for (const r of registrations) {
       const entry: Entry = { seq: nextSeq++, dueAt: now + r.remainingMs, periodMs: r.periodMs, handle: undefined, pending: pendingTicks.has(r.name) };
-      this.entries.set(r.name, entry);
+      this.writable().set(r.name, entry);
       seqs.set(r.name, entry.seq);
     }
     return seqs;

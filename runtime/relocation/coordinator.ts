@@ -76,7 +76,7 @@ interface FollowEntry {
   /** The unit's machine, in `following` until this entry expires (S4) or Shutdown cuts it (§14). */
   readonly actor: Actor<typeof unitSourceMachine>;
   readonly unit: string;
-  readonly keys: ObjectKey[];
+  readonly keys: readonly ObjectKey[];
   readonly s1: number;
   readonly kind: UnitEvent['kind'];
 }
@@ -428,7 +428,7 @@ export class RelocationCoordinator {
         this.host.log('warn', `relocation unit ${unit.plan.id} (${unit.plan.kind}, ${unit.plan.root.key}) stopped the source for ${stopped} ms, over the ${INTERRUPTION_TARGET_MS} ms target`);
       this.overTarget.maxMs = Math.max(this.overTarget.maxMs, stopped);
     }
-    this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
+    this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: unit.keys, s1: unit.s1, kind: unit.plan.kind });
     this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
     const root = unit.plan.root;
     if (unit.plan.kind === 'spotWide' || unit.plan.kind === 'instance') this.closeRelocatedOut(root, (root.def as { onClosing?: ClosingCallback }).onClosing);

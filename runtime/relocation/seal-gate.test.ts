@@ -43,13 +43,13 @@ describe('SealGate', () => {
     expect(gate.size).toBeGreaterThanOrEqual(8);
   });
 
-  test('an aborted wait leaves the queue and rejects with the reason', async () => {
+  test('a stopped gate rejects every waiter and every later wait with the reason; permits still come back', async () => {
     const gate = new SealGate({ targetStopMs: 20, initialWindow: 1, minWindow: 1, maxWindow: 4 });
     await gate.acquire();
-    const stop = new AbortController();
-    const waiting = gate.acquire(stop.signal);
-    stop.abort(new Error('deadline'));
-    await expect(waiting).rejects.toThrow('deadline');
+    const waiting = [gate.acquire(), gate.acquire()];
+    gate.stop(new Error('deadline'));
+    for (const w of waiting) await expect(w).rejects.toThrow('deadline');
+    await expect(gate.acquire()).rejects.toThrow('deadline');
     expect(gate.waiting).toBe(0);
     gate.release();
     expect(gate.sealed).toBe(0);

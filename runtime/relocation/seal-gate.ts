@@ -27,21 +27,19 @@ const BASE_LATENCY_FACTOR = 4;
 interface Waiter {
   resolve(): void;
   reject(error: Error): void;
-  signal?: AbortSignal;
-  onAbort?: () => void;
-  gone?: boolean;
 }
 
 export class SealGate {
   private window: number;
   private inFlight = 0;
-  /** FIFO of waiting units; `head` instead of shift(), which is O(n) on 100k waiters. Aborted ones are skipped. */
+  /** FIFO of waiting units; `head` instead of shift(), which is O(n) on 100k waiters. */
   private waiters: Waiter[] = [];
   private head = 0;
   /** Completions seen since the window last changed (a change waits for a window's worth of evidence). */
   private seen = 0;
   private over = false;
   private minStopMs = Number.POSITIVE_INFINITY;
+  private stopped: Error | undefined;
 
   constructor(private readonly options: SealGateOptions = SEAL_GATE_DEFAULTS) {
     this.window = options.initialWindow;
@@ -56,29 +54,31 @@ export class SealGate {
   }
 
   get waiting(): number {
-    let n = 0;
-    for (let i = this.head; i < this.waiters.length; i++) if (!this.waiters[i]!.gone) n++;
-    return n;
+    return this.waiters.length - this.head;
   }
 
-  /** Resolves when this unit may seal; rejects with the signal's reason if it is aborted first. */
-  acquire(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+  /**
+   * Resolves when this unit may seal; rejects once the gate is stopped. A unit that no longer wants its permit
+   * takes it when it comes and gives it back at once (one stop for all units, not a signal per unit: an AbortSignal
+   * shared by 100k waiters walks its listener list on every add and remove).
+   */
+  acquire(): Promise<void> {
+    if (this.stopped) return Promise.reject(this.stopped);
     if (this.inFlight < this.window && this.head === this.waiters.length) {
       this.inFlight++;
       return Promise.resolve();
     }
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal };
-      if (signal) {
-        waiter.onAbort = () => {
-          waiter.gone = true;
-          reject(signal.reason as Error);
-        };
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
-      }
-      this.waiters.push(waiter);
-    });
+    return new Promise((resolve, reject) => void this.waiters.push({ resolve, reject }));
+  }
+
+  /** §8 deadline or shutdown: no unit starts its seal any more; every waiter is rejected with `reason`. */
+  stop(reason: Error): void {
+    if (this.stopped) return;
+    this.stopped = reason;
+    const waiting = this.waiters.slice(this.head);
+    this.waiters = [];
+    this.head = 0;
+    for (const waiter of waiting) waiter.reject(reason);
   }
 
   /**
@@ -112,8 +112,6 @@ export class SealGate {
   private admit(): void {
     while (this.inFlight < this.window && this.head < this.waiters.length) {
       const waiter = this.waiters[this.head++]!;
-      if (waiter.gone) continue;
-      if (waiter.signal && waiter.onAbort) waiter.signal.removeEventListener('abort', waiter.onAbort);
       this.inFlight++;
       waiter.resolve();
     }

@@ -25,10 +25,17 @@ import type { SealGate } from './seal-gate';
 export class SourceUnit {
   actor!: Actor<typeof unitSourceMachine>;
   readonly objects: Hosted[];
-  readonly keys: Set<string>;
+  /** The unit's object keys, root first (never changed: shared with follow entries, events and the prepare). */
+  readonly keys: readonly string[];
+  private keySet: Set<string> | undefined;
   /** Ingress hold (§12): one array for the whole unit keeps arrival order across its objects. */
   readonly hold: Envelope[] = [];
-  private readonly stop = new AbortController();
+  /**
+   * STOP or abandon reached this unit: a budget lease or seal permit that still comes is given back at once. No
+   * AbortController per unit (issue [6/10] RSS: one and its listener maps cost ~0.7 KB, and every unit of a batch is
+   * live at once); the pool stops the seal gate for all units together.
+   */
+  private stopped = false;
   private lease: BudgetLease | undefined;
   private paused = false;
   private prepareSent = false;
@@ -47,7 +54,17 @@ export class SourceUnit {
     private readonly gate: SealGate,
   ) {
     this.objects = unitObjects(plan);
-    this.keys = new Set(this.objects.map((o) => o.key));
+    this.keys = this.objects.map((o) => o.key);
+  }
+
+  private get isStopped(): boolean {
+    return this.stopped;
+  }
+
+  /** Whether a key belongs to this unit (most units hold one object). */
+  private holds(key: string): boolean {
+    if (this.keys.length === 1) return this.keys[0] === key;
+    return (this.keySet ??= new Set(this.keys)).has(key);
   }
 
   private get lane(): Lane {
@@ -81,15 +98,15 @@ export class SourceUnit {
   private acquireBudget(): void {
     const transport = this.coord.host.transport;
     if (!transport) return void this.actor.send({ type: 'STOP' });
-    transport.acquireBudget(this.target, this.coord.estimateBytes(this.plan), this.stop.signal).then(
+    transport.acquireBudget(this.target, this.coord.estimateBytes(this.plan)).then(
       (lease) => {
-        if (this.stop.signal.aborted) return lease.release();
+        if (this.isStopped) return lease.release();
         this.lease = lease;
         this.prepareTarget();
       },
       () => {
-        // Aborted (STOP) or the transport closed: the machine is already ending or will get STOP.
-        if (!this.stop.signal.aborted) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+        // The transport closed (peer gone for good, or shutdown): the machine is already ending or fails here.
+        if (!this.isStopped) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
       },
     );
   }
@@ -98,7 +115,7 @@ export class SourceUnit {
     this.prepareSent = true;
     // One r.prepare per target per turn carries this unit with the others (DESIGN "Relocation at scale"); a message
     // the transport did not take fails each unit it carried, as a refused single send did.
-    this.coord.control.prepare(this.target, { u: this.plan.id, kind: this.plan.kind, keys: [...this.keys] }, this.typesInUse(), () => {
+    this.coord.control.prepare(this.target, { u: this.plan.id, kind: this.plan.kind, keys: this.keys as string[] }, this.typesInUse(), () => {
       if (this.at === 'waiting') this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
     });
   }
@@ -112,7 +129,7 @@ export class SourceUnit {
 
   /** r.prepared: the temporary queue is registered; wait for a seal permit and the safe point next. */
   onPrepared(): void {
-    if (this.prepared || this.stop.signal.aborted || this.at !== 'waiting') return;
+    if (this.prepared || this.isStopped || this.at !== 'waiting') return;
     this.prepared = true;
     this.awaitSafePoint();
   }
@@ -126,10 +143,10 @@ export class SourceUnit {
 
   private awaitSafePoint(): void {
     // §8 pacing: the unit seals only when the pipeline can carry it at once; it keeps serving while it waits.
-    this.gate.acquire(this.stop.signal).then(
+    this.gate.acquire().then(
       () => {
         this.permit = true;
-        if (this.stop.signal.aborted) return this.releasePermit();
+        if (this.isStopped) return this.releasePermit();
         this.awaitTurnEnd();
       },
       () => undefined, // STOP: the machine is ending (abandon)
@@ -158,7 +175,7 @@ export class SourceUnit {
   private pauseLane(): void {
     this.paused = true;
     void this.lane.pause().then(() => {
-      if (!this.stop.signal.aborted) this.actor.send({ type: 'SAFE_POINT' });
+      if (!this.isStopped) this.actor.send({ type: 'SAFE_POINT' });
     });
   }
 
@@ -173,7 +190,7 @@ export class SourceUnit {
       // §12: Spot-level timers of a PerActor Spot do not move.
       timers.set(o.key, shell ? [] : regs);
     }
-    this.captured = this.lane.take((item) => item.k !== 'ctl' && this.keys.has(item.to));
+    this.captured = this.lane.take((item) => item.k !== 'ctl' && this.holds(item.to));
     // Emitted once the seal is applied: what an observer sends from here on waits in the ingress hold.
     this.event('sealed', 'S0', this.s0);
     let bytes: Buffer;
@@ -290,7 +307,7 @@ export class SourceUnit {
   }
 
   abandon(): void {
-    this.stop.abort();
+    this.stopped = true;
     this.event('notStarted', undefined, this.coord.host.clock.now());
     this.lease?.release();
     this.releasePermit();
@@ -307,7 +324,7 @@ export class SourceUnit {
 
   private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
     if (!this.coord.unitEvents.active) return;
-    this.coord.emitUnit({ side: 'source', unit: this.plan.id, kind: this.plan.kind, batch: this.plan.batch, state, ...(point ? { point } : {}), objects: [...this.keys], at, ...extra });
+    this.coord.emitUnit({ side: 'source', unit: this.plan.id, kind: this.plan.kind, batch: this.plan.batch, state, ...(point ? { point } : {}), objects: this.keys, at, ...extra });
   }
 
   private resumeLane(): void {

@@ -94,6 +94,8 @@ export class UnitPool {
   stopStarting(): void {
     this.stopping = true;
     for (const unit of this.live) unit.requestStop();
+    // Units still waiting for a seal permit stop waiting; a permit never comes after this.
+    this.sealGate.stop(new Error('relocation stopped starting units (deadline or shutdown)'));
   }
 
   private closeMovedShells(): void {

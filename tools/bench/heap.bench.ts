@@ -7,7 +7,7 @@
  * left is the memory stores: records and their op log).
  */
 import { writeHeapSnapshot } from 'node:v8';
-import { createRuntime, defineActor, memoryStores, preserveState, RelocationMode } from '../../runtime';
+import { createRuntime, defineActor, memoryStores, preserveState, RelocationMode, UNIT_CHANGED } from '../../runtime';
 const A = defineActor<{ n: number; pad: string }>({
   type: 'A',
   relocation: preserveState({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString()) }),
@@ -29,6 +29,12 @@ const mb = (): number => {
   console.log('heap MB: empty hosts', mb());
   for (let i = 0; i < N; i++) await a.createActor('A', `x${i}`);
   console.log('after create on a', mb());
+  // ZLINK_HEAP_SNAPSHOT_MID=<file>: what is live once a tenth of the units cut over (most still wait in batch 2).
+  let cut = 0;
+  a.on(UNIT_CHANGED, (e) => {
+    if (e.side === 'source' && e.state === 'cutOver' && ++cut === Math.ceil(N / 10) && process.env.ZLINK_HEAP_SNAPSHOT_MID)
+      console.log('mid heap snapshot', writeHeapSnapshot(process.env.ZLINK_HEAP_SNAPSHOT_MID));
+  });
   const r = await a.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 120000 });
   console.log('relocated', r.outcome, mb());
   // ZLINK_HEAP_SNAPSHOT=<file>: what is live right after Relocated (open it in Chrome DevTools → Memory).
