@@ -29,6 +29,8 @@ interface Pending {
   /** nodeKey of the node the request was last handed to (a lost connection to it ends the request, item 8). */
   via?: string;
   readonly key: ObjectKey;
+  /** performance.now() at the call (request latency metric). */
+  readonly started: number;
 }
 
 /** Where this node sends an object's messages: the owner and the ObjectGeneration they are addressed to. */
@@ -126,7 +128,9 @@ export class Router {
   /** The body is encoded (copied) at the call; a value the codec refuses throws ArgumentError here. */
   send(to: ObjectRef, body: unknown): void {
     const key = keyOfRef(to);
-    this.dispatch(this.envelope(key, encodeValue(body, 'message'), to, false));
+    const env = this.envelope(key, encodeValue(body, 'message'), to, false);
+    telemetry.routed(false);
+    this.dispatch(env);
   }
 
   request(to: ObjectRef, body: unknown, options: RequestOptions = {}): Promise<unknown> {
@@ -143,6 +147,7 @@ export class Router {
     const promise = new Promise<unknown>((resolve, reject) => {
       const entry: Pending = {
         key,
+        started: performance.now(),
         resolve,
         reject,
         timer: this.deps.clock.setTimeout(
@@ -162,6 +167,7 @@ export class Router {
       }
       this.pending.set(env.id, entry);
     });
+    telemetry.routed(true);
     this.dispatch(env);
     return promise;
   }
@@ -552,6 +558,7 @@ export class Router {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, to);
       return this.bounce(env);
     }
+    telemetry.followed();
     // The origin now waits on `to`, not on this node (which may close before `to` answers).
     if (env.req && !sameNode(env.from, this.deps.self)) {
       const via: ViaMessage = { t: 'via', id: env.id, node: { nodeId: to.nodeId, lifecycleGeneration: to.lifecycleGeneration } };
@@ -563,6 +570,7 @@ export class Router {
   private bounce(env: Envelope): void {
     if (sameNode(env.from, this.deps.self)) return this.reroute(env, this.deps.self);
     const moved = this.movedTo(env.to);
+    telemetry.bounced();
     const message: BounceMessage = { t: 'bounce', env: env as BounceMessage['env'], ...(moved ? { moved } : {}) };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage)) this.undeliverable(env, 'origin-unreachable', `its origin ${env.from.nodeId} is not reachable for a redirect`);
   }
@@ -706,6 +714,7 @@ export class Router {
     this.pending.delete(id);
     this.deps.clock.clearTimeout(entry.timer);
     entry.cleanup?.();
+    telemetry.requestSettled(performance.now() - entry.started, requestOutcome(error));
     if (error) entry.reject(error);
     else entry.resolve(value);
   }
@@ -821,4 +830,11 @@ export class Router {
     this.routes.clear();
     for (const id of [...this.pending.keys()]) this.settle(id, undefined, new RequestError('shutdown', 'the host shut down before the request completed'));
   }
+}
+
+/** Bounded outcome label of a settled request (`zlink.runtime.request.duration`). */
+function requestOutcome(error: Error | undefined): string {
+  if (!error) return 'ok';
+  if (error instanceof RequestError) return error.kind;
+  return error.name === 'AbortError' ? 'aborted' : 'error';
 }
