@@ -12,7 +12,8 @@ export {
 } from '../vocabulary';
 export type { RelocationOptions, RelocationResult, TerminationResult, RuntimeStatus } from '../vocabulary';
 export { createRuntime, type FrameworkRuntime } from './host';
-export type { RuntimeOptions, Timing, LogFn } from './options';
+export type { RuntimeOptions, Timing } from './options';
+export { consoleLogger, LOG_LEVEL_ENV, type Logger, type LogLevel, type LogFn, type ConsoleLoggerOptions } from './logger';
 export {
   DEFAULT_TIMING,
   DEFAULT_RELOCATION_DEADLINE_MS,

@@ -8,6 +8,7 @@ import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
 import { ArgumentError, RelocationArgumentError } from './errors';
+import { consoleLogger, loggerFromLogFn, type LogFn, type Logger } from './logger';
 import type { RelocationOptions } from '../vocabulary';
 import { RelocationMode } from '../vocabulary';
 
@@ -35,7 +36,7 @@ export const DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Largest delay a JS timer can hold. */
 const MAX_DELAY_MS = 2_147_483_647;
 
-export type LogFn = (level: 'warn' | 'error', message: string, error?: unknown) => void;
+export type { LogFn, Logger } from './logger';
 
 export interface RuntimeOptions {
   /** RID, stable across restarts. */
@@ -58,7 +59,16 @@ export interface RuntimeOptions {
   inspect?: unknown;
   /** Time source; tests pass xstate's SimulatedClock. @default the system clock */
   clock?: Clock;
-  /** @default console.warn / console.error */
+  /**
+   * A pino-compatible logger (`debug/info/warn/error(obj, msg)`): pino, a pino child, `console`, … Every line
+   * carries `nodeId` plus fields. Debug lines (per relocation unit) are built only when it reports debug enabled.
+   * @default consoleLogger() — `[zlink <nodeId>] …` at level info (or `ZLINK_LOG_LEVEL`)
+   */
+  logger?: Logger;
+  /**
+   * @deprecated Use `logger`. Still honoured in this release (warnings and errors only, fields appended to the
+   * message) and removed in the next one; it cannot be combined with `logger`.
+   */
   log?: LogFn;
   /** Advanced: a transport other than the built-in ws / in-process ones. */
   transport?: TransportFactory;
@@ -107,11 +117,19 @@ const runtimeOptionsSchema = z.object({
   inFlightPayloadBudgetBytes: z.number().int().positive().optional(),
   inspect: z.unknown().optional(),
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).setTimeout === 'function').optional(),
-  log: z.custom<LogFn>((v) => typeof v === 'function').optional(),
+  logger: z
+    .custom<Logger>(
+      (v) => typeof v === 'object' && v !== null && (['debug', 'info', 'warn', 'error'] as const).every((m) => typeof (v as Logger)[m] === 'function'),
+      'must be a pino-compatible logger: an object with debug, info, warn and error methods taking (fields, message)',
+    )
+    .optional(),
+  log: z.custom<LogFn>((v) => typeof v === 'function', 'must be a function (level, message, error?); deprecated: use logger').optional(),
   transport: z.custom<TransportFactory>((v) => typeof v === 'function').optional(),
 });
 
-export interface ResolvedRuntimeOptions extends Omit<RuntimeOptions, 'timing' | 'meshes' | 'types'> {
+export interface ResolvedRuntimeOptions extends Omit<RuntimeOptions, 'timing' | 'meshes' | 'types' | 'logger' | 'log'> {
+  /** `logger`, the deprecated `log` adapted, or the default console logger. */
+  logger: Logger;
   meshes: MeshConfig[];
   types: ObjectDefinition[];
   timing: Timing;
@@ -128,8 +146,12 @@ export function parseRuntimeOptions(options: unknown): ResolvedRuntimeOptions {
     throw new ArgumentError(issue.path.length ? issue.path.join('.') : 'options', issue.message);
   }
   const o = options as RuntimeOptions;
+  if (o.log !== undefined && o.logger !== undefined)
+    throw new ArgumentError('log', 'is deprecated and cannot be combined with logger: pass only logger');
+  const { log, logger, ...rest } = o;
   return {
-    ...o,
+    ...rest,
+    logger: logger ?? (log ? loggerFromLogFn(log) : consoleLogger()),
     meshes: o.meshes ?? [{ name: 'main' }],
     types: o.types ?? [],
     timing: { ...DEFAULT_TIMING, ...(o.timing ?? {}) },

@@ -17,6 +17,7 @@ import { abortReason, RemoteHandlerError, RequestError } from './errors';
 import { idOf, keyOfRef, nodeKey, sameNode, type ObjectKey } from './keys';
 import type { ObjectServer, Terminal } from './objects';
 import { parseRuntimeMessage, type BounceMessage, type MarkMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
+import type { RuntimeLog } from './logger';
 import { telemetry } from './telemetry';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -77,7 +78,7 @@ export interface RouterDeps {
   isKnownPeer(peer: NodeRef): boolean;
   /** Runtime messages other than application traffic (relocation protocol). */
   onControl(from: NodeRef, message: RuntimeMessage): void;
-  log(level: 'warn' | 'error', message: string, error?: unknown): void;
+  readonly logger: RuntimeLog;
 }
 
 /** First and longest pause between two Location Store reads while an owner record converges. */
@@ -400,7 +401,7 @@ export class Router {
       }
     } catch (error) {
       // Not expected (values are bounded at the call), but never a throw out of a promise callback.
-      this.deps.log('error', `runtime message '${message.t}' for ${peer.nodeId} could not be sent`, error);
+      this.deps.logger.error({ message: message.t, peer: peer.nodeId, err: error }, 'runtime message could not be sent');
       return false;
     }
     // Park and look again: the next discovery round either finds that run (connect, flush on Ready) or
@@ -484,10 +485,10 @@ export class Router {
       this.settle(id, undefined, new RequestError('unavailable', `the connection to ${peer.nodeId} was lost before the reply arrived (the request may or may not have run)`));
     }
     telemetry.connectionLost();
-    this.deps.log(
-      'warn',
-      `connection to ${peer.nodeId}#${peer.lifecycleGeneration} lost${announced ? ' while closing' : ''}: ${failed} request(s) ended unavailable, ` +
-        `${info.unwritten.length} queued message(s) were never written and go again; one-way sends written just before the loss may not have been read`,
+    this.deps.logger.warn(
+      { peer: peer.nodeId, peerGeneration: peer.lifecycleGeneration, requestsEnded: failed, unwrittenRequeued: info.unwritten.length },
+      'connection lost without the peer announcing it: requests in flight over it ended unavailable, unwritten messages go again; ' +
+        'one-way sends written just before the loss may not have been read',
     );
   }
 
@@ -526,7 +527,7 @@ export class Router {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, peer);
       return this.terminal(env, { ok: false, kind: 'unavailable', error: `node ${peer.nodeId} is gone` });
     }
-    this.deps.log('warn', `message '${message.t}' for ${peer.nodeId} dropped: that node is gone`);
+    this.deps.logger.warn({ message: message.t, peer: peer.nodeId }, 'runtime message dropped: that node is gone');
   }
 
   /** After a discovery round: what waits for a node whose descriptor vanished is re-resolved now. */
@@ -547,7 +548,7 @@ export class Router {
       const env = (message as { env?: Envelope }).env;
       if (message.t === 'msg' && env)
         this.terminal(env, { ok: false, kind: 'unavailable', error: `node ${entry.peer.nodeId} did not become reachable within ${this.deps.connectWaitMs} ms` });
-      else this.deps.log('warn', `message '${message.t}' for ${entry.peer.nodeId} dropped: peer not reachable`);
+      else this.deps.logger.warn({ message: message.t, peer: entry.peer.nodeId, waitedMs: this.deps.connectWaitMs }, 'runtime message dropped: peer not reachable');
     }
   }
 
@@ -673,7 +674,10 @@ export class Router {
     if (this.loggedDrops.has(once)) return;
     if (this.loggedDrops.size > 10_000) this.loggedDrops.clear();
     this.loggedDrops.add(once);
-    this.deps.log('warn', `one-way message to ${env.to} from ${env.from.nodeId} not delivered (${cause}): ${why} — further ones for this origin and cause are only counted (zlink.runtime.message.undeliverable)`);
+    this.deps.logger.warn(
+      { object: env.to, origin: env.from.nodeId, cause, why },
+      'one-way message not delivered; further ones for this origin and cause are only counted (zlink.runtime.message.undeliverable)',
+    );
   }
 
   /** The one terminal of a request, sent back to the node that accepted the call. */
@@ -683,7 +687,7 @@ export class Router {
     if (sameNode(env.from, this.deps.self)) return this.settleTerminal(env.id, terminal);
     const message: ReplyMessage = { t: 'reply', id: env.id, ok: terminal.ok, value: terminal.value, error: terminal.error, kind: terminal.kind };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage))
-      this.deps.log('warn', `reply for ${env.id} could not reach ${env.from.nodeId}`);
+      this.deps.logger.warn({ requestId: env.id, origin: env.from.nodeId }, 'reply could not reach the caller');
   }
 
   private settleTerminal(id: string, terminal: Terminal): void {
@@ -723,7 +727,7 @@ export class Router {
   onMessage = (from: NodeRef, raw: RuntimeMessage): void => {
     if (this.closed) return;
     const message = parseRuntimeMessage(raw);
-    if (!message) return this.deps.log('warn', `invalid runtime message '${String(raw?.t)}' from ${from.nodeId} dropped`);
+    if (!message) return this.deps.logger.warn({ message: String(raw?.t), peer: from.nodeId }, 'invalid runtime message dropped');
     switch (message.t) {
       case 'msg':
         return this.dispatch((message as { env: Envelope }).env, true);

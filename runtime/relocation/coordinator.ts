@@ -25,7 +25,7 @@ import type { Hosted } from '../objects';
 import type { ParsedRelocationOptions } from '../options';
 import { telemetry } from '../telemetry';
 import type { RelocationResult } from '../../vocabulary';
-import { FrameworkRuntimeState, nameOf, RelocationOutcome, RelocationReason } from '../../vocabulary';
+import { FrameworkRuntimeState, nameOf, RelocationMode, RelocationOutcome, RelocationReason } from '../../vocabulary';
 import { compatible, describeType } from './compatibility';
 import { ControlBatcher } from './control-batcher';
 import { UnitEvents, type UnitEvent } from './events';
@@ -71,6 +71,7 @@ interface Operation {
   actor: Actor<typeof relocationSupervisorMachine>;
   pool?: UnitPool;
   target?: NodeRef;
+  readonly startedAt: number;
 }
 
 interface FollowEntry {
@@ -215,8 +216,12 @@ export class RelocationCoordinator {
   private start(options: ParsedRelocationOptions): Promise<RelocationResult> {
     let resolve!: (r: RelocationResult) => void;
     const promise = new Promise<RelocationResult>((r) => (resolve = r));
-    const op: Operation = { options, promise, actor: undefined as never };
+    const op: Operation = { options, promise, actor: undefined as never, startedAt: this.host.clock.now() };
     this.op = op;
+    this.host.logger.info(
+      { mode: nameOf(RelocationMode, options.mode), targetApplicationVersion: options.targetApplicationVersion, deadlineMs: options.deadlineMs, objects: this.host.objects.size },
+      'relocation started',
+    );
     const machine = relocationSupervisorMachine.provide({
       actors: {
         preflight: fromPromise<PreflightOutput, void>(() => this.preflight()),
@@ -244,7 +249,7 @@ export class RelocationCoordinator {
     actor.subscribe({
       complete: () => resolve(this.finish(op, actor.getSnapshot().output!)),
       error: (error) => {
-        this.host.log('error', 'relocation supervisor failed', error);
+        this.host.logger.error({ err: error }, 'relocation supervisor failed');
         resolve(this.finish(op, { outcome: 'blocked', reason: RelocationReason.RelocationFailed, enteredRelocating: this.host.state === FrameworkRuntimeState.Relocating }));
       },
     });
@@ -255,7 +260,7 @@ export class RelocationCoordinator {
   private finish(op: Operation, output: SupervisorOutput): RelocationResult {
     const host = this.host;
     if (this.overTarget.count > 1)
-      host.log('warn', `${this.overTarget.count} relocation units in all exceeded the ${INTERRUPTION_TARGET_MS} ms source-stop target (longest ${this.overTarget.maxMs} ms)`);
+      host.logger.warn({ units: this.overTarget.count, longestMs: this.overTarget.maxMs, targetMs: INTERRUPTION_TARGET_MS }, 'relocation units in all exceeded the source-stop target');
     this.overTarget = { count: 0, maxMs: 0 };
     const { mode, targetApplicationVersion } = op.options;
     this.op = undefined;
@@ -264,17 +269,31 @@ export class RelocationCoordinator {
       result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None };
       this.relocatedResult = result;
       host.transition('ALL_UNITS_DETACHED', { lastRelocation: result });
-      void host.publishDescriptor(FrameworkRuntimeState.Relocated).catch((e: unknown) => host.log('warn', 'Relocated descriptor not published', e));
+      void host.publishDescriptor(FrameworkRuntimeState.Relocated).catch((e: unknown) => host.logger.warn({ err: e }, 'Relocated descriptor not published'));
     } else {
       result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Blocked, reason: output.reason };
       if (this.rollbackUnconfirmed) {
         // §13: no new work is accepted; bounded cleanup ends ForceStopped/TeardownFailed.
         void host.shutdown({ deadlineMs: 5000 });
       } else if (output.enteredRelocating && host.transition('SOURCE_RESTORED', { lastRelocation: result })) {
-        void host.publishDescriptor(FrameworkRuntimeState.Serving).catch((e: unknown) => host.log('warn', 'Serving descriptor not republished', e));
+        void host.publishDescriptor(FrameworkRuntimeState.Serving).catch((e: unknown) => host.logger.warn({ err: e }, 'Serving descriptor not republished'));
       }
     }
     telemetry.relocation(result);
+    const inventory = op.pool ? this.lastInventory : undefined;
+    host.logger.info(
+      {
+        mode: nameOf(RelocationMode, mode),
+        targetApplicationVersion,
+        outcome: nameOf(RelocationOutcome, result.outcome),
+        reason: nameOf(RelocationReason, result.reason),
+        relocationMs: host.clock.now() - op.startedAt,
+        target: op.target?.nodeId,
+        units: inventory ? inventory.perActorShells + inventory.actors + inventory.spotWideAggregates + inventory.instanceSpots : 0,
+        objects: inventory?.objects ?? 0,
+      },
+      'relocation ended',
+    );
     if (host.status.lastRelocation !== result) host.publish({ lastRelocation: result });
     this.checkSafeToShutdown();
     this.wakeSettled();
@@ -373,7 +392,7 @@ export class RelocationCoordinator {
     try {
       if (!(await this.host.publishDescriptor(FrameworkRuntimeState.Serving))) this.rollbackUnconfirmed = true;
     } catch (error) {
-      this.host.log('error', 'descriptor rollback to Serving could not be confirmed', error);
+      this.host.logger.error({ err: error }, 'descriptor rollback to Serving could not be confirmed');
       this.rollbackUnconfirmed = true;
     }
   }
@@ -415,7 +434,7 @@ export class RelocationCoordinator {
     // The first unit over it is logged in full, the rest are summed up once per operation (no log flood at 10k units).
     if (stopped > INTERRUPTION_TARGET_MS) {
       if (this.overTarget.count++ === 0)
-        this.host.log('warn', `relocation unit ${unit.plan.id} (${unit.plan.kind}, ${unit.plan.root.key}) stopped the source for ${stopped} ms, over the ${INTERRUPTION_TARGET_MS} ms target`);
+        this.host.logger.warn({ unit: unit.plan.id, kind: unit.plan.kind, root: unit.plan.root.key, stoppedMs: stopped, targetMs: INTERRUPTION_TARGET_MS }, 'relocation unit stopped the source over the target');
       this.overTarget.maxMs = Math.max(this.overTarget.maxMs, stopped);
     }
     this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: [...unit.keys], s1: unit.s1, kind: unit.plan.kind });
@@ -430,9 +449,9 @@ export class RelocationCoordinator {
     try {
       const result = onClosing(spot.state, 'RelocationOut', spot.ctx);
       if (result && typeof (result as Promise<unknown>).then === 'function')
-        (result as Promise<unknown>).then(undefined, (e: unknown) => this.host.log('warn', `onClosing(RelocationOut) of ${spot.key} threw`, e));
+        (result as Promise<unknown>).then(undefined, (e: unknown) => this.host.logger.warn({ object: spot.key, err: e }, 'onClosing(RelocationOut) threw'));
     } catch (error) {
-      this.host.log('warn', `onClosing(RelocationOut) of ${spot.key} threw`, error);
+      this.host.logger.warn({ object: spot.key, err: error }, 'onClosing(RelocationOut) threw');
     }
   }
 
@@ -481,7 +500,7 @@ export class RelocationCoordinator {
 
   onControl(from: NodeRef, raw: RuntimeMessage): void {
     const message = parseRelocationMessage(raw);
-    if (!message) return this.host.log('warn', `invalid relocation message '${String(raw.t)}' from ${from.nodeId} dropped`);
+    if (!message) return this.host.logger.warn({ message: String(raw.t), peer: from.nodeId }, 'invalid relocation message dropped');
     switch (message.t) {
       case RELOCATION_MESSAGE.prepare:
         return this.onPrepare(from, message);
@@ -554,13 +573,13 @@ export class RelocationCoordinator {
       complete: () => {
         const output = actor.getSnapshot().output as UnitTargetOutput;
         if (output.fellBack) telemetry.cutoverTimeout({ unitKind: message.kind });
-        if (output.expired) host.log('warn', `relocation unit ${message.u} from ${from.nodeId} expired in staging (no payload within restore validity)`);
+        if (output.expired) host.logger.warn({ unit: message.u, source: from.nodeId }, 'inbound relocation unit expired in staging (no payload within restore validity)');
         this.targetEnded();
         unit.releaseFinished();
         this.finishedTargets.push(message.u);
       },
       error: (error) => {
-        host.log('error', `target unit ${message.u} machine failed`, error);
+        host.logger.error({ unit: message.u, err: error }, 'target unit machine failed');
         this.unstage(unit);
         this.targets.delete(message.u);
         this.targetEnded();
@@ -589,7 +608,7 @@ export class RelocationCoordinator {
     if (payloadId.startsWith(PARCEL_ID_PREFIX)) return this.onParcel(from, payloadId, result);
     const unit = this.targets.get(payloadId);
     if (!unit || !sameNode(unit.source, from)) {
-      this.host.log('warn', `payload ${payloadId} from ${nodeKey(from)} matches no prepared unit`);
+      this.host.logger.warn({ payload: payloadId, source: nodeKey(from) }, 'payload matches no prepared unit');
       // An explicit failure before relay-ready: the source restores instead of crossing on silence (§11).
       if (!unit) this.sendFail(from, payloadId, RelocationReason.RelocationFailed, 'no prepared unit on the target');
       return;
@@ -604,7 +623,7 @@ export class RelocationCoordinator {
    * aborts each unit it carried.
    */
   private onParcel(from: NodeRef, parcelId: string, result: { ok: true; bytes: Buffer } | { ok: false; error: Error }): void {
-    if (!result.ok) return this.host.log('warn', `parcel ${parcelId} from ${nodeKey(from)} failed intake: ${result.error.message}`);
+    if (!result.ok) return this.host.logger.warn({ parcel: parcelId, source: nodeKey(from), err: result.error }, 'parcel failed intake');
     let units;
     try {
       units = decodeParcel(result.bytes);
@@ -612,7 +631,7 @@ export class RelocationCoordinator {
       if (!(error instanceof ParcelError)) throw error;
       // Which units it carried is unreadable: every unit from that source still waiting for its payload gets an
       // explicit failure before relay-ready (its source restores it, §11) rather than no reply at all.
-      this.host.log('error', `parcel ${parcelId} from ${nodeKey(from)} is malformed; units awaiting a payload from it fail`, error);
+      this.host.logger.error({ parcel: parcelId, source: nodeKey(from), err: error }, 'parcel is malformed; units awaiting a payload from it fail');
       for (const [id, unit] of this.targets)
         if (sameNode(unit.source, from) && unit.awaitingPayload) this.onPayload(from, id, { ok: false, error: error as Error });
       return;

@@ -187,11 +187,11 @@ export class TargetUnit {
           this.event('committed', 'S2', this.s2, { fellBack: this.fellBack });
           return void this.actor.send({ type: 'COMMITTED' });
         }
-        host.log('error', `relocation ${this.prepare.u}: owner changed under the unit; prepared objects discarded`);
+        host.logger.error({ unit: this.prepare.u }, 'inbound relocation unit: owner changed under the unit; prepared objects discarded');
         return void this.actor.send({ type: 'COMMIT_FAILED' });
       } catch (error) {
         if (!(error instanceof StoreUnavailableError) || host.clock.now() >= validUntil || this.coord.closed) {
-          host.log('error', `relocation ${this.prepare.u}: target ownership not confirmed before restore validity ended`, error);
+          host.logger.error({ unit: this.prepare.u, err: error }, 'inbound relocation unit: target ownership not confirmed before restore validity ended');
           return void this.actor.send({ type: 'COMMIT_FAILED' });
         }
         await sleep(host.clock, Math.min(1000, 20 * 2 ** attempt)).catch(() => undefined);
@@ -217,7 +217,7 @@ export class TargetUnit {
       await location.discardAggregate(this.prepare.u, rootId).catch(() => undefined);
       if (result.status === 'data-lost') {
         // §13: unrecoverable; never guessed or rolled back.
-        host.log('error', `relocation ${this.prepare.u}: SpotWide target list does not match its header (DataLost)`);
+        host.logger.error({ unit: this.prepare.u }, 'inbound relocation unit: SpotWide target list does not match its header (DataLost)');
         return false;
       }
       if (result.status !== 'applied') return false;
