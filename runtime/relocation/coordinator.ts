@@ -39,6 +39,7 @@ import { CasBatcher } from './cas-batcher';
 import { decodeParcel, ParcelError } from './parcel';
 import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
 import { UnitPool } from './unit-pool';
+import { statePath } from '../state-path';
 
 export interface RelocationDiagnostics {
   state: string;
@@ -712,7 +713,7 @@ export class RelocationCoordinator {
             operation: {
               mode: op.options.mode,
               targetApplicationVersion: op.options.targetApplicationVersion,
-              phase: JSON.stringify(op.actor.getSnapshot().value),
+              phase: statePath(op.actor.getSnapshot().value),
               ...(op.target ? { target: op.target } : {}),
             },
           }
