@@ -180,6 +180,14 @@ export class Host implements FrameworkRuntime {
       );
   }
 
+  /**
+   * @deprecated Internal callers use `logger` with fields; this keeps the old `host.log(level, message, error)`
+   * call shape compiling (branches written before the logger) and routes it through the logger.
+   */
+  log(level: 'warn' | 'error', message: string, error?: unknown): void {
+    this.logger[level](error === undefined ? {} : { err: error }, message);
+  }
+
   /** The NodeRef of this run; the generation is known once start() read it from the store. */
   private selfRefProxy(): NodeRef {
     const host = this;
