@@ -5,6 +5,7 @@ module.exports = {
   roots: ['<rootDir>/machines', '<rootDir>/runtime', '<rootDir>/stores', '<rootDir>/transport', '<rootDir>/spec-tests', '<rootDir>/tools'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
+  setupFiles: ['<rootDir>/jest.setup.js'],
   testTimeout: 30000,
   maxWorkers: 2,
 };

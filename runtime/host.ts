@@ -19,7 +19,6 @@ import {
   parseRelocationOptions,
   parseRuntimeOptions,
   parseShutdownOptions,
-  type LogFn,
   type ResolvedRuntimeOptions,
   type RuntimeOptions,
 } from './options';
@@ -27,9 +26,11 @@ import { RelocationCoordinator, type RelocationDiagnostics } from './relocation/
 import { Router } from './router';
 import { RELOCATION_CHANGED, StatusPublisher, TERMINATION_CHANGED, type HostEventListener, type HostEventName } from './status';
 import { UNIT_CHANGED, type UnitListener } from './relocation/events';
+import { HostLogger } from './logger';
+import { measuredStores } from './store-metrics';
 import { telemetry } from './telemetry';
 import type { RelocationOptions, RelocationResult, RuntimeStatus, TerminationResult } from '../vocabulary';
-import { FrameworkRuntimeState, TerminationOutcome, TerminationReason } from '../vocabulary';
+import { FrameworkRuntimeState, nameOf, TerminationOutcome, TerminationReason } from '../vocabulary';
 import type { ObjectDefinition } from './definitions';
 import { describeTypes } from './relocation/compatibility';
 
@@ -67,19 +68,16 @@ const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
   Error: FrameworkRuntimeState.Error,
 };
 
-const defaultLog: LogFn = (level, message, error) => {
-  // eslint-disable-next-line no-console
-  (level === 'error' ? console.error : console.warn)(`[zlink] ${message}`, ...(error === undefined ? [] : [error]));
-};
-
 export class Host implements FrameworkRuntime {
   readonly nodeId: string;
   readonly applicationVersion: number;
   lifecycleGeneration = 0;
   readonly clock: Clock;
   readonly options: ResolvedRuntimeOptions;
+  /** The application's stores, seen through call metrics (store-metrics.ts). */
   readonly stores: Stores;
-  readonly log: LogFn;
+  /** Every line carries this host's nodeId (logger.ts). */
+  readonly logger: HostLogger;
   readonly types: ReadonlyMap<string, ObjectDefinition>;
   readonly objects: ObjectServer;
   readonly router: Router;
@@ -102,14 +100,16 @@ export class Host implements FrameworkRuntime {
   private terminalPatch: Partial<RuntimeStatus> = {};
   /** Published together with the state a transition enters, so no observer sees one without the other. */
   private transitionPatch: Partial<RuntimeStatus> = {};
+  /** Removes this host from the `zlink.relocation.units` gauge (once it stopped). */
+  private readonly stopUnitGauge: () => void;
 
   constructor(options: ResolvedRuntimeOptions) {
     this.options = options;
     this.nodeId = options.nodeId;
     this.applicationVersion = options.applicationVersion;
     this.clock = options.clock ?? systemClock;
-    this.stores = options.stores;
-    this.log = options.log ?? defaultLog;
+    this.stores = measuredStores(options.stores);
+    this.logger = new HostLogger(options.logger, options.nodeId);
     this.types = new Map(options.types.map((t) => [t.type, t]));
     this.publisher = new StatusPublisher({ state: FrameworkRuntimeState.Preparing, isReady: false, safeToShutdown: false });
     this.lifecycle = createActor(hostLifecycleMachine, { clock: this.clock, inspect: options.inspect as never });
@@ -133,7 +133,7 @@ export class Host implements FrameworkRuntime {
       rejectStaleGeneration: (env, current) => this.router.rejectStaleGeneration(env, current),
       send: (to, message) => this.send(to, message),
       request: (to, message, opts) => this.request(to, message, opts),
-      log: this.log,
+      logger: this.logger,
     });
     this.router = new Router({
       self: this.selfRefProxy(),
@@ -157,11 +157,35 @@ export class Host implements FrameworkRuntime {
             terminal.ok ? { ok: true, value: terminal.value } : { ok: false, error: terminal.error ?? 'request failed' },
             this.options.timing.requestTerminalTtlMs,
           )
-          .catch((error: unknown) => this.log('warn', `late request terminal ${id} not recorded`, error)),
+          .catch((error: unknown) => this.logger.warn({ requestId: id, err: error }, 'late request terminal not recorded in the Relocation Store')),
       isKnownPeer: (peer) => this.descriptorSnapshot.some((d) => sameNode(d, peer)),
-      log: this.log,
+      logger: this.logger,
     });
     this.relocation = new RelocationCoordinator(this);
+    this.stopUnitGauge = telemetry.addUnitStates((report) => {
+      const units = this.relocation.diagnostics(0).units;
+      // The in-flight source states are always reported (0 when empty): a gauge series that stopped being reported
+      // would keep its last value in cumulative exporters.
+      const bySource: Record<string, number> = { budget: 0, preparing: 0, safePoint: 0, sealed: 0, ...units.sourceByState };
+      for (const [state, count] of Object.entries(bySource)) report('source', state, count);
+      report('target', 'inFlight', units.targetInFlight);
+    });
+    // Per-unit detail (debug): only observed when it will be written, so a relocation at scale builds nothing otherwise.
+    if (this.logger.debugEnabled)
+      this.relocation.unitEvents.on((e) =>
+        this.logger.debug(
+          { side: e.side, unit: e.unit, kind: e.kind, state: e.state, point: e.point, batch: e.batch, objects: e.objects.length, root: e.objects[0], at: e.at, fellBack: e.fellBack },
+          `relocation unit ${e.state}`,
+        ),
+      );
+  }
+
+  /**
+   * @deprecated Internal callers use `logger` with fields; this keeps the old `host.log(level, message, error)`
+   * call shape compiling (branches written before the logger) and routes it through the logger.
+   */
+  log(level: 'warn' | 'error', message: string, error?: unknown): void {
+    this.logger[level](error === undefined ? {} : { err: error }, message);
   }
 
   /** The NodeRef of this run; the generation is known once start() read it from the store. */
@@ -206,6 +230,7 @@ export class Host implements FrameworkRuntime {
   // ── startup ────────────────────────────────────────────────────────────────────────────
 
   async start(): Promise<void> {
+    const startedAt = this.clock.now();
     try {
       this.lifecycleGeneration = await this.stores.descriptors.nextLifecycleGeneration(this.nodeId);
       const factory = this.options.transport ?? createTransport;
@@ -230,7 +255,18 @@ export class Host implements FrameworkRuntime {
       await this.joinMesh(peers);
       await this.publishDescriptor(FrameworkRuntimeState.Serving);
       this.transition('COMPONENTS_READY');
+      this.logger.info(
+        {
+          lifecycleGeneration: this.lifecycleGeneration,
+          applicationVersion: this.applicationVersion,
+          endpoints: this.endpoints,
+          peers: peers.filter((d) => !sameNode(d, this.self)).length,
+          startupMs: this.clock.now() - startedAt,
+        },
+        'host serving',
+      );
     } catch (error) {
+      this.logger.info({ lifecycleGeneration: this.lifecycleGeneration, error: (error as Error)?.message ?? String(error) }, 'host startup failed; cleaning up');
       this.transition('STARTUP_FAILED');
       // Bounded cleanup of whatever started (Error → Draining → Stopped).
       await this.shutdown({ deadlineMs: 5000 }).catch(() => undefined);
@@ -311,13 +347,13 @@ export class Host implements FrameworkRuntime {
         this.lastRenewAt = this.clock.now();
         return;
       }
-      this.log('error', `owner lease of ${this.nodeId}#${this.lifecycleGeneration} was lost`);
+      this.logger.error({ lifecycleGeneration: this.lifecycleGeneration }, 'owner lease was lost (another run may hold it now); the host enters Error');
       // A lost lease does not come back (another run may hold it now): stop renewing instead of logging forever.
       this.lease = undefined;
       this.transition('RUNTIME_ERROR');
     } catch (error) {
       if (this.clock.now() - this.lastRenewAt >= this.options.timing.leaseMs) {
-        this.log('error', 'owner lease could not be renewed before it expired', error);
+        this.logger.error({ lifecycleGeneration: this.lifecycleGeneration, err: error }, 'owner lease could not be renewed before it expired; the host enters Error');
         this.transition('RUNTIME_ERROR');
       }
     }
@@ -338,17 +374,26 @@ export class Host implements FrameworkRuntime {
       this.wakePeerWaiters();
       return list;
     } catch (error) {
-      this.log('warn', 'descriptor discovery failed', error);
+      this.logger.warn({ err: error }, 'descriptor discovery failed');
       return this.descriptorSnapshot;
     }
   }
 
   private onPeer(peer: PeerInfo): void {
+    this.logPeer(peer);
     // Runtime messages use the primary mesh: what waited for this peer flushes once it is Ready there. Being Ready
     // on every mesh is a target-selection condition (§5 order 5), not one for application messages.
     if (peer.state === 'Ready' && peer.mesh === this.options.meshes[0]!.name) this.router.onPeerReady(peer);
     this.relocation.onPeer(peer);
     this.wakePeerWaiters();
+  }
+
+  private logPeer(peer: PeerInfo): void {
+    const fields = { peer: peer.nodeId, peerGeneration: peer.lifecycleGeneration, mesh: peer.mesh, applicationVersion: peer.applicationVersion, source: peer.source };
+    if (peer.state === 'Ready') this.logger.info(fields, 'peer admitted');
+    else if (peer.state === 'Lost') this.logger.info(fields, 'peer lost');
+    else if (peer.state === 'Draining') this.logger.info(fields, 'peer draining');
+    else this.logger.debug({ ...fields, state: peer.state }, 'peer state');
   }
 
   /** Resolves on the next discovery or peer-table change (target selection waits on this, §5.1). */
@@ -539,12 +584,24 @@ export class Host implements FrameworkRuntime {
     if (!this.shutdownPromise) {
       if (this.state === FrameworkRuntimeState.Stopped)
         return Promise.resolve(this.status.lastTermination ?? { outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+      this.logger.info(
+        { state: nameOf(FrameworkRuntimeState, this.state), deadlineMs: parsed.deadlineMs, objects: this.objects.size, pendingRequests: this.router.pendingRequests },
+        'shutdown started',
+      );
       this.shutdownPromise = this.runShutdown(parsed.deadlineMs);
     }
     return raceAbort(this.shutdownPromise, parsed.signal);
   }
 
   private runShutdown(deadlineMs: number): Promise<TerminationResult> {
+    const startedAt = this.clock.now();
+    const stopped = (result: TerminationResult) => {
+      this.stopUnitGauge();
+      this.logger.info(
+        { outcome: nameOf(TerminationOutcome, result.outcome), reason: nameOf(TerminationReason, result.reason), shutdownMs: this.clock.now() - startedAt },
+        'host stopped',
+      );
+    };
     const machine = shutdownMachine.provide({
       actors: {
         sealAdmission: step(async () => {
@@ -585,16 +642,18 @@ export class Host implements FrameworkRuntime {
           this.terminalPatch = { lastTermination: result };
           this.transition('CLEANUP_COMPLETE');
           telemetry.termination(result);
+          stopped(result);
           resolve(result);
         },
         error: (error) => {
           // The machine handles every step's error; this is a defect, still a bounded terminal.
-          this.log('error', 'shutdown machine failed', error);
+          this.logger.error({ err: error }, 'shutdown machine failed; forcing teardown');
           void this.forceTeardown().finally(() => {
             const result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed } as const;
             this.terminalPatch = { lastTermination: result };
             this.transition('CLEANUP_COMPLETE');
             telemetry.termination(result);
+            stopped(result);
             resolve(result);
           });
         },

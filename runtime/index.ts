@@ -12,7 +12,8 @@ export {
 } from '../vocabulary';
 export type { RelocationOptions, RelocationResult, TerminationResult, RuntimeStatus } from '../vocabulary';
 export { createRuntime, type FrameworkRuntime } from './host';
-export type { RuntimeOptions, Timing, LogFn } from './options';
+export type { RuntimeOptions, Timing } from './options';
+export { consoleLogger, LOG_LEVEL_ENV, type Logger, type LogLevel, type LogFn, type ConsoleLoggerOptions } from './logger';
 export {
   DEFAULT_TIMING,
   DEFAULT_RELOCATION_DEADLINE_MS,
@@ -41,13 +42,15 @@ export {
   type ClosingReason,
   type ReadyCompletion,
   type TimerSpec,
+  type ObjectDefinition,
 } from './definitions';
-export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi } from './context';
+export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle } from './context';
 export type { RelocationDiagnostics } from './relocation/coordinator';
-export { RELOCATION_CHANGED, TERMINATION_CHANGED } from './status';
-export { UNIT_CHANGED, type UnitEvent, type UnitPoint } from './relocation/events';
+export { RELOCATION_CHANGED, TERMINATION_CHANGED, type HostEventName, type HostEventListener } from './status';
+export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from './relocation/events';
 export { SimulatedClock, systemClock, type Clock } from './clock';
-export { memoryStores, redisStores } from '../stores';
+export { memoryStores, redisStores, REDIS_STORE_DEFAULTS, MEMORY_STORE_DEFAULTS, LeaseHeldError } from '../stores';
+export type { RedisStoresOptions, MemoryStoresOptions, MemoryStores } from '../stores';
 export type { Stores, NodeRef, RequestTerminal } from '../stores/types';
 export { StoreUnavailableError, DataLostError } from '../stores/types';
-export type { MeshConfig } from '../transport/types';
+export type { MeshConfig, TransportFactory, TransportOptions, Transport } from '../transport/types';

@@ -8,6 +8,7 @@ import { encodeValue } from './codec';
 import { defineActor, recreateOnRelocation } from './definitions';
 import type { Envelope } from './envelope';
 import { ObjectServer } from './objects';
+import { silentLog } from './logger';
 
 test('a message for another ObjectGeneration is rejected through the port and never reaches the handler', async () => {
   const ran: unknown[] = [];
@@ -25,7 +26,7 @@ test('a message for another ObjectGeneration is rejected through the port and ne
     rejectStaleGeneration: (env, current) => void stale.push([env.id, env.gen, current]),
     send: () => undefined,
     request: async () => undefined,
-    log: () => undefined,
+    logger: silentLog,
   });
   await objects.createActor('Probe', 'x', undefined);
   const gen = objects.get('a:x')!.objectGeneration;

@@ -14,6 +14,7 @@ import { AdmissionError, ArgumentError } from './errors';
 import { actorKey, refOf, spotKey, type ObjectKey } from './keys';
 import { Lane, type WorkItem } from './lane';
 import { TimerTable } from './timers';
+import type { RuntimeLog } from './logger';
 
 export type HostedMode = 'entry' | 'member' | 'SpotWide' | 'PerActor' | 'instance';
 
@@ -37,7 +38,7 @@ export interface ObjectServerDeps {
   rejectStaleGeneration(env: Envelope, current: number): void;
   send(to: ObjectRef, message: unknown): void;
   request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
-  log(level: 'warn' | 'error', message: string, error?: unknown): void;
+  readonly logger: RuntimeLog;
 }
 
 /**
@@ -256,7 +257,7 @@ export class ObjectServer {
         const local = this.objects.get(spotKey(id)) ?? this.installSpot(def, id, record);
         await this.deps.relocationStore
           .recordInstanceCreation({ spotId: id, type, owner: this.self, objectGeneration: record.objectGeneration, createdAt: this.clock.now() }, opId)
-          .catch((error: unknown) => this.deps.log('warn', `instance creation record for '${id}' not written`, error));
+          .catch((error: unknown) => this.deps.logger.warn({ spot: id, type, err: error }, 'Instance Spot creation record not written to the Relocation Store'));
         return { local };
       })(),
     );
@@ -396,11 +397,11 @@ export class ObjectServer {
 
   private handlerFailed(obj: Hosted, env: Envelope, error: unknown): void {
     if (env.req) this.deps.reply(env, { ok: false, kind: 'handler', error: error instanceof Error ? error.message : String(error) });
-    else this.deps.log('warn', `handler of ${obj.key} threw on a one-way message`, error);
+    else this.deps.logger.warn({ object: obj.key, err: error }, 'handler threw on a one-way message');
   }
 
   private guard(obj: Hosted, fn: () => unknown, what: string): unknown {
-    const fail = (error: unknown) => this.deps.log('warn', `${what} of ${obj.key} threw`, error);
+    const fail = (error: unknown) => this.deps.logger.warn({ object: obj.key, callback: what, err: error }, `${what} threw`);
     try {
       const result = fn();
       return isThenable(result) ? result.then(undefined, fail) : result;

@@ -142,7 +142,7 @@ describe('parseRuntimeOptions', () => {
     ['a zero message follow duration', { ...base, timing: { messageFollowDurationMs: 0 } }, 'timing.messageFollowDurationMs'],
     ['a too short lease', { ...base, timing: { leaseMs: 10 } }, 'timing.leaseMs'],
     ['an infinite restore validity', { ...base, timing: { restoreValidityMs: Infinity } }, 'timing.restoreValidityMs'],
-    ['an unknown timing key', { ...base, timing: { cutoverWait: 5 } }, 'timing'],
+    ['an unknown timing key', { ...base, timing: { cutoverWait: 5 } }, 'timing.cutoverWait'],
     ['a fractional budget', { ...base, inFlightPayloadBudgetBytes: 1.5 }, 'inFlightPayloadBudgetBytes'],
     ['a clock without setTimeout', { ...base, clock: { now: () => 0 } }, 'clock'],
     ['a log that is not a function', { ...base, log: 'console' }, 'log'],
@@ -157,6 +157,121 @@ describe('parseRuntimeOptions', () => {
 
   test('an unknown timing key is named in the message', () => {
     expect(() => parseRuntimeOptions({ ...base, timing: { cutoverWait: 5 } })).toThrow(/cutoverWait/);
+  });
+
+  test.each([
+    ['loger', 'logger'],
+    ['Logger', 'logger'],
+    ['mesh', 'meshes'],
+    ['maintenanceWaves', 'maintenanceWave'],
+    ['timings', 'timing'],
+  ])('an unknown top-level option %s is refused, naming it and the closest known one (%s)', (key, closest) => {
+    const { error } = thrown(() => parseRuntimeOptions({ ...base, [key]: 1 }));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect(error.field).toBe(key);
+    expect(error.message).toBe(`${key}: is not a createRuntime option — did you mean '${closest}'?`);
+  });
+
+  test('an unknown option with no close match lists the known ones', () => {
+    const { error } = thrown(() => parseRuntimeOptions({ ...base, frobnicate: true }));
+    expect(error.field).toBe('frobnicate');
+    expect(error.message).toMatch(/^frobnicate: is not a createRuntime option \(known: nodeId, applicationVersion, stores, meshes, .*logger/);
+  });
+
+  test('unknown keys inside a mesh or its listen address are refused with a suggestion', () => {
+    const mesh = thrown(() => parseRuntimeOptions({ ...base, meshes: [{ name: 'm', listen: { host: '10.0.0.5', port: 1 }, advertize: 'x:1' }] }));
+    expect(mesh.error.field).toBe('meshes.0.advertize');
+    expect(mesh.error.message).toMatch(/did you mean 'advertise'\?/);
+    const listen = thrown(() => parseRuntimeOptions({ ...base, meshes: [{ name: 'm', listen: { host: 'h', port: 1, prot: 1 } }] }));
+    expect(listen.error.field).toBe('meshes.0.listen.prot');
+    const timing = thrown(() => parseRuntimeOptions({ ...base, timing: { leasMs: 5 } }));
+    expect(timing.error.message).toMatch(/did you mean 'leaseMs'\?/);
+  });
+});
+
+describe('parseRuntimeOptions: logger', () => {
+  const stores = { provider: 'memory', location: {}, descriptors: {}, relocation: {} } as unknown as Stores;
+  const base = { nodeId: 'node-1', applicationVersion: 3, stores };
+
+  test('a pino-compatible logger (or console) is taken as it is', () => {
+    const logger = { debug: jest.fn(), info: jest.fn(), warn: jest.fn(), error: jest.fn() };
+    expect(parseRuntimeOptions({ ...base, logger }).logger).toBe(logger);
+    expect(parseRuntimeOptions({ ...base, logger: console }).logger).toBe(console);
+  });
+
+  test('without logger or log: the console logger (info and up)', () => {
+    const previous = process.env.ZLINK_LOG_LEVEL;
+    delete process.env.ZLINK_LOG_LEVEL;
+    try {
+      const logger = parseRuntimeOptions(base).logger;
+      expect(logger.level).toBe('info');
+      expect(logger.isLevelEnabled?.('debug')).toBe(false);
+    } finally {
+      if (previous !== undefined) process.env.ZLINK_LOG_LEVEL = previous;
+    }
+  });
+
+  test('the deprecated log function still receives warnings and errors, fields appended to the message', () => {
+    const lines: [string, string, unknown][] = [];
+    const cause = new Error('boom');
+    const logger = parseRuntimeOptions({ ...base, log: (level: 'warn' | 'error', message: string, error?: unknown) => void lines.push([level, message, error]) }).logger;
+    logger.info({ nodeId: 'node-1' }, 'not forwarded');
+    logger.debug({ nodeId: 'node-1' }, 'not forwarded');
+    logger.warn({ nodeId: 'node-1', object: 'a:x' }, 'handler threw');
+    logger.error({ nodeId: 'node-1', err: cause, unit: 'u 1' }, 'unit failed');
+    expect(lines).toEqual([
+      ['warn', 'handler threw object=a:x', undefined],
+      ['error', 'unit failed unit="u 1"', cause],
+    ]);
+  });
+
+  test.each([
+    ['a logger without error()', { logger: { debug() {}, info() {}, warn() {} } }, 'logger'],
+    ['a logger that is a function', { logger: () => undefined }, 'logger'],
+    ['log and logger together', { logger: console, log: () => undefined }, 'log'],
+  ])('%s → ArgumentError naming %s', (_name, patch, field) => {
+    const { error } = thrown(() => parseRuntimeOptions({ ...base, ...patch }));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect(error.field).toBe(field);
+  });
+});
+
+describe('parseRuntimeOptions: listen and advertise', () => {
+  const stores = { provider: 'memory', location: {}, descriptors: {}, relocation: {} } as unknown as Stores;
+  const base = { nodeId: 'node-1', applicationVersion: 3, stores };
+  const mesh = (m: object) => ({ ...base, meshes: [{ name: 'main', ...m }] });
+
+  test.each(['0.0.0.0', '::', '[::]', '0:0:0:0:0:0:0:0', '::0'])('listen on the unspecified address %s without advertise is refused, naming advertise', (host) => {
+    const { error } = thrown(() => parseRuntimeOptions(mesh({ listen: { host, port: 7100 } })));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect(error.field).toBe('meshes.0.advertise');
+    expect(error.message).toMatch(/is required when listen\.host is/);
+    expect(error.message).toContain('7100');
+  });
+
+  test.each(['10.0.0.5:7100', 'ws://10.0.0.5:7100', 'wss://zlink-0.zlink.svc:443/mesh', 'node-a.internal', '[fd00::5]:7100'])(
+    'listen on 0.0.0.0 with advertise %s is accepted',
+    (advertise) => {
+      expect(parseRuntimeOptions(mesh({ listen: { host: '0.0.0.0', port: 0 }, advertise })).meshes[0]!.advertise).toBe(advertise);
+    },
+  );
+
+  test.each([
+    ['an unspecified advertise address', { listen: { host: '0.0.0.0', port: 7100 }, advertise: '0.0.0.0:7100' }, /unspecified address/],
+    ['an unspecified advertise URL', { listen: { host: '::', port: 7100 }, advertise: 'ws://[::]:7100' }, /unspecified address/],
+    ['an http URL', { listen: { host: '0.0.0.0', port: 7100 }, advertise: 'http://10.0.0.5:7100' }, /ws:\/\/ or wss:\/\//],
+    ['a port out of range', { listen: { host: '0.0.0.0', port: 7100 }, advertise: '10.0.0.5:70000' }, /port must be 1–65535/],
+    ['an empty advertise', { listen: { host: '0.0.0.0', port: 7100 }, advertise: '' }, /empty/],
+    ['advertise without listen (in-process mesh)', { advertise: '10.0.0.5:7100' }, /needs listen/],
+  ])('%s is refused, naming advertise', (_name, m, rule) => {
+    const { error } = thrown(() => parseRuntimeOptions(mesh(m)));
+    expect(error).toBeInstanceOf(ArgumentError);
+    expect(error.field).toBe('meshes.0.advertise');
+    expect(error.message).toMatch(rule);
+  });
+
+  test('a specific listen address needs no advertise', () => {
+    expect(parseRuntimeOptions(mesh({ listen: { host: '127.0.0.1', port: 0 } })).meshes[0]!.listen!.host).toBe('127.0.0.1');
   });
 });
 

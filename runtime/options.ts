@@ -4,10 +4,12 @@
  */
 import { z } from 'zod';
 import type { Stores } from '../stores/types';
+import { advertisedEndpoint, isUnspecifiedHost } from '../transport/address';
 import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
 import { ArgumentError, RelocationArgumentError } from './errors';
+import { consoleLogger, loggerFromLogFn, type LogFn, type Logger } from './logger';
 import type { RelocationOptions } from '../vocabulary';
 import { RelocationMode } from '../vocabulary';
 
@@ -35,7 +37,7 @@ export const DEFAULT_IN_FLIGHT_PAYLOAD_BUDGET_BYTES = 16 * 1024 * 1024;
 /** Largest delay a JS timer can hold. */
 const MAX_DELAY_MS = 2_147_483_647;
 
-export type LogFn = (level: 'warn' | 'error', message: string, error?: unknown) => void;
+export type { LogFn, Logger } from './logger';
 
 export interface RuntimeOptions {
   /** RID, stable across restarts. */
@@ -43,7 +45,12 @@ export interface RuntimeOptions {
   /** Non-negative safe integer. */
   applicationVersion: number;
   stores: Stores;
-  /** @default [{ name: 'main' }] (in-process) */
+  /**
+   * Meshes this host joins. With `listen: { host, port }` a mesh is a ws listener (port 0 = any); its descriptor
+   * endpoint is `advertise` when given, else the listen address — an unspecified listen address (0.0.0.0, ::)
+   * needs `advertise`. Without `listen`: the in-process transport (hosts of one process).
+   * @default [{ name: 'main' }] (in-process)
+   */
   meshes?: MeshConfig[];
   maintenanceWave?: string;
   /** @default 100000 */
@@ -58,7 +65,16 @@ export interface RuntimeOptions {
   inspect?: unknown;
   /** Time source; tests pass xstate's SimulatedClock. @default the system clock */
   clock?: Clock;
-  /** @default console.warn / console.error */
+  /**
+   * A pino-compatible logger (`debug/info/warn/error(obj, msg)`): pino, a pino child, `console`, … Every line
+   * carries `nodeId` plus fields. Debug lines (per relocation unit) are built only when it reports debug enabled.
+   * @default consoleLogger() — `[zlink <nodeId>] …` at level info (or `ZLINK_LOG_LEVEL`)
+   */
+  logger?: Logger;
+  /**
+   * @deprecated Use `logger`. Still honoured in this release (warnings and errors only, fields appended to the
+   * message) and removed in the next one; it cannot be combined with `logger`.
+   */
   log?: LogFn;
   /** Advanced: a transport other than the built-in ws / in-process ones. */
   transport?: TransportFactory;
@@ -78,10 +94,11 @@ const runtimeOptionsSchema = z.object({
     .array(
       z.object({
         name: id,
-        listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }).optional(),
+        listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }).strict().optional(),
+        advertise: z.string().optional(),
         sharedKey: z.union([z.string().min(1), z.instanceof(Buffer)]).optional(),
         tls: z.object({}).passthrough().optional(),
-      }),
+      }).strict(),
     )
     .min(1)
     .refine((m) => new Set(m.map((x) => x.name)).size === m.length, 'mesh names must be unique')
@@ -107,11 +124,84 @@ const runtimeOptionsSchema = z.object({
   inFlightPayloadBudgetBytes: z.number().int().positive().optional(),
   inspect: z.unknown().optional(),
   clock: z.custom<Clock>((v) => typeof v === 'object' && v !== null && typeof (v as Clock).setTimeout === 'function').optional(),
-  log: z.custom<LogFn>((v) => typeof v === 'function').optional(),
+  logger: z
+    .custom<Logger>(
+      (v) => typeof v === 'object' && v !== null && (['debug', 'info', 'warn', 'error'] as const).every((m) => typeof (v as Logger)[m] === 'function'),
+      'must be a pino-compatible logger: an object with debug, info, warn and error methods taking (fields, message)',
+    )
+    .optional(),
+  log: z.custom<LogFn>((v) => typeof v === 'function', 'must be a function (level, message, error?); deprecated: use logger').optional(),
   transport: z.custom<TransportFactory>((v) => typeof v === 'function').optional(),
 });
 
-export interface ResolvedRuntimeOptions extends Omit<RuntimeOptions, 'timing' | 'meshes' | 'types'> {
+const RUNTIME_OPTION_NAMES = Object.keys(runtimeOptionsSchema.shape);
+const MESH_OPTION_NAMES = ['name', 'listen', 'advertise', 'sharedKey', 'tls'];
+
+/** The known name closest to `name` (edit distance at most a third of its length, at least 2), if any. */
+export function closestName(name: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
+  for (const candidate of known) {
+    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+function unknownOption(path: readonly PropertyKey[], key: string, known: readonly string[] | undefined, where: string): ArgumentError {
+  const suggestion = known ? closestName(key, known) : undefined;
+  return new ArgumentError(
+    [...path, key].join('.'),
+    `is not ${where}${suggestion ? ` — did you mean '${suggestion}'?` : known ? ` (known: ${known.join(', ')})` : ''}`,
+  );
+}
+
+/** Known keys of the nested objects checked strictly (for the "did you mean" of an unknown one). */
+function knownKeysAt(path: readonly PropertyKey[]): readonly string[] | undefined {
+  if (path.length === 2 && path[0] === 'meshes') return MESH_OPTION_NAMES;
+  if (path.length === 3 && path[0] === 'meshes' && path[2] === 'listen') return ['host', 'port'];
+  if (path.length === 1 && path[0] === 'timing') return Object.keys(DEFAULT_TIMING);
+  return undefined;
+}
+
+/** Listen / advertise rules of ws meshes (transport/address.ts): nothing is started when one is broken. */
+function checkMeshAddresses(meshes: readonly MeshConfig[]): void {
+  meshes.forEach((mesh, i) => {
+    const field = `meshes.${i}.advertise`;
+    if (mesh.advertise !== undefined) {
+      if (!mesh.listen) throw new ArgumentError(field, 'needs listen: { host, port } (a mesh without listen is in-process and has no address to advertise)');
+      const secure = mesh.tls?.key !== undefined && mesh.tls.cert !== undefined;
+      try {
+        advertisedEndpoint(mesh.advertise, secure, 1);
+      } catch (error) {
+        throw new ArgumentError(field, (error as Error).message);
+      }
+    } else if (mesh.listen && isUnspecifiedHost(mesh.listen.host)) {
+      throw new ArgumentError(
+        field,
+        `is required when listen.host is '${mesh.listen.host}': that unspecified address binds every interface but peers cannot dial it. ` +
+          `Set advertise to the host:port peers reach this node at (e.g. '10.0.0.5:${mesh.listen.port || 7100}')`,
+      );
+    }
+  });
+}
+
+export interface ResolvedRuntimeOptions extends Omit<RuntimeOptions, 'timing' | 'meshes' | 'types' | 'logger' | 'log'> {
+  /** `logger`, the deprecated `log` adapted, or the default console logger. */
+  logger: Logger;
   meshes: MeshConfig[];
   types: ObjectDefinition[];
   timing: Timing;
@@ -122,14 +212,24 @@ export interface ResolvedRuntimeOptions extends Omit<RuntimeOptions, 'timing' | 
 
 export function parseRuntimeOptions(options: unknown): ResolvedRuntimeOptions {
   if (typeof options !== 'object' || options === null) throw new ArgumentError('options', 'must be an object');
+  // Unknown options are refused, not ignored: a misspelt one would otherwise silently keep its default.
+  for (const key of Object.keys(options)) {
+    if (!RUNTIME_OPTION_NAMES.includes(key)) throw unknownOption([], key, RUNTIME_OPTION_NAMES, 'a createRuntime option');
+  }
   const parsed = runtimeOptionsSchema.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
+    if (issue.code === 'unrecognized_keys') throw unknownOption(issue.path, issue.keys[0]!, knownKeysAt(issue.path), 'an option here');
     throw new ArgumentError(issue.path.length ? issue.path.join('.') : 'options', issue.message);
   }
   const o = options as RuntimeOptions;
+  if (o.meshes) checkMeshAddresses(o.meshes);
+  if (o.log !== undefined && o.logger !== undefined)
+    throw new ArgumentError('log', 'is deprecated and cannot be combined with logger: pass only logger');
+  const { log, logger, ...rest } = o;
   return {
-    ...o,
+    ...rest,
+    logger: logger ?? (log ? loggerFromLogFn(log) : consoleLogger()),
     meshes: o.meshes ?? [{ name: 'main' }],
     types: o.types ?? [],
     timing: { ...DEFAULT_TIMING, ...(o.timing ?? {}) },

@@ -9,6 +9,7 @@ import { SimulatedClock } from './clock';
 import { decodeValue, encodeValue } from './codec';
 import type { Envelope } from './envelope';
 import { nodeKey } from './keys';
+import { silentLog } from './logger';
 import type { ObjectServer } from './objects';
 import { Router, type RouterDeps } from './router';
 
@@ -57,7 +58,7 @@ function setup() {
     recordMovedTerminal: () => undefined,
     isKnownPeer: (peer) => known.has(nodeKey(peer)),
     onControl: () => undefined,
-    log: () => undefined,
+    logger: silentLog,
   };
   const router = new Router(deps);
   const msgsTo = (node: NodeRef) =>

@@ -17,6 +17,7 @@ import { abortReason, RemoteHandlerError, RequestError } from './errors';
 import { idOf, keyOfRef, nodeKey, sameNode, type ObjectKey } from './keys';
 import type { ObjectServer, Terminal } from './objects';
 import { parseRuntimeMessage, type BounceMessage, type MarkMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
+import type { RuntimeLog } from './logger';
 import { telemetry } from './telemetry';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -29,6 +30,8 @@ interface Pending {
   /** nodeKey of the node the request was last handed to (a lost connection to it ends the request, item 8). */
   via?: string;
   readonly key: ObjectKey;
+  /** performance.now() at the call (request latency metric). */
+  readonly started: number;
 }
 
 /** Where this node sends an object's messages: the owner and the ObjectGeneration they are addressed to. */
@@ -75,7 +78,7 @@ export interface RouterDeps {
   isKnownPeer(peer: NodeRef): boolean;
   /** Runtime messages other than application traffic (relocation protocol). */
   onControl(from: NodeRef, message: RuntimeMessage): void;
-  log(level: 'warn' | 'error', message: string, error?: unknown): void;
+  readonly logger: RuntimeLog;
 }
 
 /** First and longest pause between two Location Store reads while an owner record converges. */
@@ -126,7 +129,9 @@ export class Router {
   /** The body is encoded (copied) at the call; a value the codec refuses throws ArgumentError here. */
   send(to: ObjectRef, body: unknown): void {
     const key = keyOfRef(to);
-    this.dispatch(this.envelope(key, encodeValue(body, 'message'), to, false));
+    const env = this.envelope(key, encodeValue(body, 'message'), to, false);
+    telemetry.routed(false);
+    this.dispatch(env);
   }
 
   request(to: ObjectRef, body: unknown, options: RequestOptions = {}): Promise<unknown> {
@@ -143,6 +148,7 @@ export class Router {
     const promise = new Promise<unknown>((resolve, reject) => {
       const entry: Pending = {
         key,
+        started: performance.now(),
         resolve,
         reject,
         timer: this.deps.clock.setTimeout(
@@ -162,6 +168,7 @@ export class Router {
       }
       this.pending.set(env.id, entry);
     });
+    telemetry.routed(true);
     this.dispatch(env);
     return promise;
   }
@@ -394,7 +401,7 @@ export class Router {
       }
     } catch (error) {
       // Not expected (values are bounded at the call), but never a throw out of a promise callback.
-      this.deps.log('error', `runtime message '${message.t}' for ${peer.nodeId} could not be sent`, error);
+      this.deps.logger.error({ message: message.t, peer: peer.nodeId, err: error }, 'runtime message could not be sent');
       return false;
     }
     // Park and look again: the next discovery round either finds that run (connect, flush on Ready) or
@@ -478,10 +485,10 @@ export class Router {
       this.settle(id, undefined, new RequestError('unavailable', `the connection to ${peer.nodeId} was lost before the reply arrived (the request may or may not have run)`));
     }
     telemetry.connectionLost();
-    this.deps.log(
-      'warn',
-      `connection to ${peer.nodeId}#${peer.lifecycleGeneration} lost${announced ? ' while closing' : ''}: ${failed} request(s) ended unavailable, ` +
-        `${info.unwritten.length} queued message(s) were never written and go again; one-way sends written just before the loss may not have been read`,
+    this.deps.logger.warn(
+      { peer: peer.nodeId, peerGeneration: peer.lifecycleGeneration, requestsEnded: failed, unwrittenRequeued: info.unwritten.length },
+      'connection lost without the peer announcing it: requests in flight over it ended unavailable, unwritten messages go again; ' +
+        'one-way sends written just before the loss may not have been read',
     );
   }
 
@@ -520,7 +527,7 @@ export class Router {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, peer);
       return this.terminal(env, { ok: false, kind: 'unavailable', error: `node ${peer.nodeId} is gone` });
     }
-    this.deps.log('warn', `message '${message.t}' for ${peer.nodeId} dropped: that node is gone`);
+    this.deps.logger.warn({ message: message.t, peer: peer.nodeId }, 'runtime message dropped: that node is gone');
   }
 
   /** After a discovery round: what waits for a node whose descriptor vanished is re-resolved now. */
@@ -541,7 +548,7 @@ export class Router {
       const env = (message as { env?: Envelope }).env;
       if (message.t === 'msg' && env)
         this.terminal(env, { ok: false, kind: 'unavailable', error: `node ${entry.peer.nodeId} did not become reachable within ${this.deps.connectWaitMs} ms` });
-      else this.deps.log('warn', `message '${message.t}' for ${entry.peer.nodeId} dropped: peer not reachable`);
+      else this.deps.logger.warn({ message: message.t, peer: entry.peer.nodeId, waitedMs: this.deps.connectWaitMs }, 'runtime message dropped: peer not reachable');
     }
   }
 
@@ -552,6 +559,7 @@ export class Router {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, to);
       return this.bounce(env);
     }
+    telemetry.followed();
     // The origin now waits on `to`, not on this node (which may close before `to` answers).
     if (env.req && !sameNode(env.from, this.deps.self)) {
       const via: ViaMessage = { t: 'via', id: env.id, node: { nodeId: to.nodeId, lifecycleGeneration: to.lifecycleGeneration } };
@@ -563,6 +571,7 @@ export class Router {
   private bounce(env: Envelope): void {
     if (sameNode(env.from, this.deps.self)) return this.reroute(env, this.deps.self);
     const moved = this.movedTo(env.to);
+    telemetry.bounced();
     const message: BounceMessage = { t: 'bounce', env: env as BounceMessage['env'], ...(moved ? { moved } : {}) };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage)) this.undeliverable(env, 'origin-unreachable', `its origin ${env.from.nodeId} is not reachable for a redirect`);
   }
@@ -665,7 +674,10 @@ export class Router {
     if (this.loggedDrops.has(once)) return;
     if (this.loggedDrops.size > 10_000) this.loggedDrops.clear();
     this.loggedDrops.add(once);
-    this.deps.log('warn', `one-way message to ${env.to} from ${env.from.nodeId} not delivered (${cause}): ${why} — further ones for this origin and cause are only counted (zlink.runtime.message.undeliverable)`);
+    this.deps.logger.warn(
+      { object: env.to, origin: env.from.nodeId, cause, why },
+      'one-way message not delivered; further ones for this origin and cause are only counted (zlink.runtime.message.undeliverable)',
+    );
   }
 
   /** The one terminal of a request, sent back to the node that accepted the call. */
@@ -675,7 +687,7 @@ export class Router {
     if (sameNode(env.from, this.deps.self)) return this.settleTerminal(env.id, terminal);
     const message: ReplyMessage = { t: 'reply', id: env.id, ok: terminal.ok, value: terminal.value, error: terminal.error, kind: terminal.kind };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage))
-      this.deps.log('warn', `reply for ${env.id} could not reach ${env.from.nodeId}`);
+      this.deps.logger.warn({ requestId: env.id, origin: env.from.nodeId }, 'reply could not reach the caller');
   }
 
   private settleTerminal(id: string, terminal: Terminal): void {
@@ -706,6 +718,7 @@ export class Router {
     this.pending.delete(id);
     this.deps.clock.clearTimeout(entry.timer);
     entry.cleanup?.();
+    telemetry.requestSettled(performance.now() - entry.started, requestOutcome(error));
     if (error) entry.reject(error);
     else entry.resolve(value);
   }
@@ -714,7 +727,7 @@ export class Router {
   onMessage = (from: NodeRef, raw: RuntimeMessage): void => {
     if (this.closed) return;
     const message = parseRuntimeMessage(raw);
-    if (!message) return this.deps.log('warn', `invalid runtime message '${String(raw?.t)}' from ${from.nodeId} dropped`);
+    if (!message) return this.deps.logger.warn({ message: String(raw?.t), peer: from.nodeId }, 'invalid runtime message dropped');
     switch (message.t) {
       case 'msg':
         return this.dispatch((message as { env: Envelope }).env, true);
@@ -821,4 +834,11 @@ export class Router {
     this.routes.clear();
     for (const id of [...this.pending.keys()]) this.settle(id, undefined, new RequestError('shutdown', 'the host shut down before the request completed'));
   }
+}
+
+/** Bounded outcome label of a settled request (`zlink.runtime.request.duration`). */
+function requestOutcome(error: Error | undefined): string {
+  if (!error) return 'ok';
+  if (error instanceof RequestError) return error.kind;
+  return error.name === 'AbortError' ? 'aborted' : 'error';
 }

@@ -1,17 +1,62 @@
 /**
- * OpenTelemetry instruments (§8, §16). No-ops unless the application installs an SDK. No IDs in labels:
- * only state, mode, outcome and reason names. A telemetry failure never blocks the host.
+ * OpenTelemetry instruments (§8, §16). `@opentelemetry/api` is an optional peer dependency: it is loaded lazily,
+ * and without it — or without an SDK MeterProvider installed by the application — every instrument is a no-op.
+ * No IDs in labels: only bounded names (state, mode, outcome, reason, kind, store operation).
+ * A telemetry failure never blocks the host.
  */
-import { metrics, type Attributes } from '@opentelemetry/api';
+import type { Attributes, MetricsAPI, ObservableResult } from '@opentelemetry/api';
 import { nameOf, FrameworkRuntimeState, RelocationMode, RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason } from '../vocabulary';
 import type { RelocationResult, TerminationResult } from '../vocabulary';
+
+/** Latency buckets (ms) for calls that take anything from microseconds (memory stores) to seconds. */
+const LATENCY_BUCKETS_MS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000];
+
+let metricsApi: MetricsAPI | null | undefined;
+/** The application's copy of @opentelemetry/api (a peer dependency), or null when it is not installed. */
+function otel(): MetricsAPI | null {
+  if (metricsApi === undefined) {
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      metricsApi = (require('@opentelemetry/api') as typeof import('@opentelemetry/api')).metrics;
+    } catch {
+      metricsApi = null;
+    }
+  }
+  return metricsApi;
+}
+
+/** Reports relocation units in flight by side and state (added by each host, removed when it stops). */
+export type UnitStateSource = (report: (side: 'source' | 'target', state: string, count: number) => void) => void;
+const unitSources = new Set<UnitStateSource>();
+
+function observeUnits(result: ObservableResult): void {
+  const totals = new Map<string, { side: string; state: string; count: number }>();
+  for (const source of unitSources) {
+    try {
+      source((side, state, count) => {
+        const key = `${side}\u0000${state}`;
+        const entry = totals.get(key);
+        if (entry) entry.count += count;
+        else totals.set(key, { side, state, count });
+      });
+    } catch {
+      // a host that is being torn down reports nothing this round
+    }
+  }
+  for (const { side, state, count } of totals.values()) result.observe(count, { side, state });
+}
 
 /**
  * Instruments are (re)made for whichever MeterProvider is global when they are used, so an SDK installed
  * after this module loaded still receives everything.
  */
-function makeInstruments() {
-  const meter = metrics.getMeter('zlink', '0.1.0');
+function makeInstruments(api: MetricsAPI) {
+  const meter = api.getMeter('zlink', '0.1.0');
+  const latency = { unit: 'ms', advice: { explicitBucketBoundaries: LATENCY_BUCKETS_MS } };
+  const units = meter.createObservableGauge('zlink.relocation.units', {
+    description: 'Relocation units in flight on this process, by side (source | target) and unit state',
+  });
+  units.addCallback(observeUnits);
   return {
     interruption: meter.createHistogram('zlink.relocation.interruption', {
       description: 'Source stop time per relocation unit: S0 (admission seal) → S1 (cutover submit terminal), source clock',
@@ -29,6 +74,26 @@ function makeInstruments() {
     hostState: meter.createCounter('zlink.runtime.host.state_transitions', { description: 'Host lifecycle transitions by new state' }),
     hostRelocations: meter.createCounter('zlink.runtime.host.relocations', { description: 'Host Relocate results by mode, outcome and reason' }),
     hostTerminations: meter.createCounter('zlink.runtime.host.terminations', { description: 'Host Shutdown results by outcome and reason' }),
+    routed: meter.createCounter('zlink.runtime.message.routed', {
+      description: 'Application messages accepted from callers on this host (send, request, ctx.send/request) and routed, by kind (one-way | request)',
+    }),
+    followed: meter.createCounter('zlink.runtime.message.followed', {
+      description: 'Messages this host relayed to an object’s new owner through Message Follow (S1 → S4)',
+    }),
+    bounced: meter.createCounter('zlink.runtime.message.bounced', {
+      description: 'Messages this host turned back to their origin because it no longer hosts the object (the origin re-resolves the owner)',
+    }),
+    requestDuration: meter.createHistogram('zlink.runtime.request.duration', {
+      description: 'Time from a request call to its one terminal, by outcome (ok, or the RequestError kind, or aborted)',
+      ...latency,
+    }),
+    storeDuration: meter.createHistogram('zlink.store.call.duration', {
+      description: 'Location / descriptor / Relocation Store call latency by store, operation and outcome (ok | error)',
+      ...latency,
+    }),
+    storeErrors: meter.createCounter('zlink.store.call.errors', {
+      description: 'Store calls that failed, by store, operation and error class',
+    }),
     undeliverable: meter.createCounter('zlink.runtime.message.undeliverable', {
       description: 'One-way application messages that could not be delivered, by cause (a request ends with an error instead)',
     }),
@@ -37,21 +102,25 @@ function makeInstruments() {
     }),
   };
 }
+type Instruments = ReturnType<typeof makeInstruments>;
 
 let provider: unknown;
-let cached: ReturnType<typeof makeInstruments> | undefined;
-function instruments(): ReturnType<typeof makeInstruments> {
-  const current = metrics.getMeterProvider();
+let cached: Instruments | undefined;
+function instruments(): Instruments | undefined {
+  const api = otel();
+  if (!api) return undefined;
+  const current = api.getMeterProvider();
   if (!cached || current !== provider) {
     provider = current;
-    cached = makeInstruments();
+    cached = makeInstruments(api);
   }
   return cached;
 }
 
-function safely(fn: () => void): void {
+function safely(fn: (i: Instruments) => void): void {
   try {
-    fn();
+    const i = instruments();
+    if (i) fn(i);
   } catch {
     // §16: telemetry provider failure does not block operation progress.
   }
@@ -62,41 +131,73 @@ export interface UnitTimings {
   readonly unitKind: string;
 }
 
+/** Outcome label of a settled request: 'ok', a RequestError kind, 'aborted' or 'error'. */
+export type RequestOutcome = string;
+
 export const telemetry = {
   sourceStop(ms: number, attrs: UnitTimings): void {
-    safely(() => instruments().interruption.record(ms, attrs as unknown as Attributes));
+    safely((i) => i.interruption.record(ms, attrs as unknown as Attributes));
   },
   targetResume(ms: number, attrs: UnitTimings): void {
-    safely(() => instruments().targetResume.record(ms, attrs as unknown as Attributes));
+    safely((i) => i.targetResume.record(ms, attrs as unknown as Attributes));
   },
   routeConvergence(ms: number, attrs: UnitTimings): void {
-    safely(() => instruments().routeConvergence.record(ms, attrs as unknown as Attributes));
+    safely((i) => i.routeConvergence.record(ms, attrs as unknown as Attributes));
   },
   cutoverTimeout(attrs: UnitTimings): void {
-    safely(() => instruments().cutoverTimeout.add(1, attrs as unknown as Attributes));
+    safely((i) => i.cutoverTimeout.add(1, attrs as unknown as Attributes));
   },
   hostState(state: number): void {
-    safely(() => instruments().hostState.add(1, { state: nameOf(FrameworkRuntimeState, state) }));
+    safely((i) => i.hostState.add(1, { state: nameOf(FrameworkRuntimeState, state) }));
   },
   relocation(result: RelocationResult): void {
-    safely(() =>
-      instruments().hostRelocations.add(1, {
+    safely((i) =>
+      i.hostRelocations.add(1, {
         mode: nameOf(RelocationMode, result.mode),
         outcome: nameOf(RelocationOutcome, result.outcome),
         reason: nameOf(RelocationReason, result.reason),
       }),
     );
   },
+  /** An application message accepted from a caller on this host. */
+  routed(request: boolean): void {
+    safely((i) => i.routed.add(1, { kind: request ? 'request' : 'one-way' }));
+  },
+  /** A message relayed to the new owner through Message Follow. */
+  followed(): void {
+    safely((i) => i.followed.add(1));
+  },
+  /** A message turned back to its origin (this host no longer hosts the object). */
+  bounced(): void {
+    safely((i) => i.bounced.add(1));
+  },
+  requestSettled(ms: number, outcome: RequestOutcome): void {
+    safely((i) => i.requestDuration.record(ms, { outcome }));
+  },
+  /** One store call: `store` and `operation` are interface and method names (bounded), `error` an error class name. */
+  storeCall(store: string, operation: string, ms: number, error: string | undefined): void {
+    safely((i) => {
+      i.storeDuration.record(ms, { store, operation, outcome: error === undefined ? 'ok' : 'error' });
+      if (error !== undefined) i.storeErrors.add(1, { store, operation, error });
+    });
+  },
   /** `cause` is one of a fixed set of words (no IDs, §16). */
   undeliverable(cause: string): void {
-    safely(() => instruments().undeliverable.add(1, { cause }));
+    safely((i) => i.undeliverable.add(1, { cause }));
   },
   connectionLost(): void {
-    safely(() => instruments().connectionLost.add(1));
+    safely((i) => i.connectionLost.add(1));
   },
   termination(result: TerminationResult): void {
-    safely(() =>
-      instruments().hostTerminations.add(1, { outcome: nameOf(TerminationOutcome, result.outcome), reason: nameOf(TerminationReason, result.reason) }),
+    safely((i) =>
+      i.hostTerminations.add(1, { outcome: nameOf(TerminationOutcome, result.outcome), reason: nameOf(TerminationReason, result.reason) }),
     );
+  },
+  /** Adds a reporter of units in flight to the `zlink.relocation.units` gauge; returns its removal. */
+  addUnitStates(source: UnitStateSource): () => void {
+    unitSources.add(source);
+    // Makes the instruments (and so the gauge callback) for the current provider without waiting for a first record.
+    safely(() => undefined);
+    return () => void unitSources.delete(source);
   },
 };

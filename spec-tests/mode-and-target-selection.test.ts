@@ -173,7 +173,7 @@ describe.each(STACKS)('Mode and target selection on %s', (stackName) => {
     const pending = source.relocate({ mode: PM, deadlineMs: 15_000 });
     await new Promise((r) => setTimeout(r, 100));
     expect(source.status.state).toBe(FrameworkRuntimeState.Serving);
-    expect(source.diagnostics().operation?.phase).toBe('"awaitingTarget"');
+    expect(source.diagnostics().operation?.phase).toBe('awaitingTarget');
     expect(await source.request({ actor: 'obj-c0' }, { op: 'where' })).toBe('source');
     await source.createActor('Counter', 'created-while-waiting');
     refs.push({ actor: 'created-while-waiting' });

@@ -23,6 +23,14 @@ export interface MeshConfig {
   readonly name: string;
   /** ws listener address (port 0 = any). Omitted: the in-process transport. */
   readonly listen?: { readonly host: string; readonly port: number };
+  /**
+   * The address peers dial to reach this mesh's listener, published in the descriptor instead of the listen
+   * address: `host:port` (`[v6]:port`; the scheme follows `tls`), `host` alone (the bound port), or a full
+   * `ws://` / `wss://` URL. Needed when `listen.host` is an unspecified address (0.0.0.0, ::) — such an address is
+   * never published — and whenever peers reach this node by another name (NAT, a container, a proxy).
+   * @default the listen address
+   */
+  readonly advertise?: string;
   /** Shared key: Hello carries an HMAC-SHA256 proof over the server's challenge; no proof, no Admit. */
   readonly sharedKey?: string | Buffer;
   /** TLS options for wss:// (passed to https.createServer and to the client). */

@@ -24,7 +24,8 @@ import type { Hosted } from '../objects';
 import type { ParsedRelocationOptions } from '../options';
 import { telemetry } from '../telemetry';
 import type { RelocationResult } from '../../vocabulary';
-import { FrameworkRuntimeState, nameOf, RelocationOutcome, RelocationReason } from '../../vocabulary';
+import { FrameworkRuntimeState, nameOf, RelocationMode, RelocationOutcome, RelocationReason } from '../../vocabulary';
+import { statePath } from '../state-path';
 import { describeType } from './compatibility';
 import { ControlBatcher } from './control-batcher';
 import { UnitEvents, type UnitEvent } from './events';
@@ -70,6 +71,7 @@ interface Operation {
   actor: Actor<typeof relocationSupervisorMachine>;
   pool?: UnitPool;
   target?: NodeRef;
+  readonly startedAt: number;
 }
 
 interface FollowEntry {
@@ -172,7 +174,7 @@ export class RelocationCoordinator {
         ready: (source, u) => this.control.ready(source, u),
         fail: (source, u, reason, error) => this.sendFail(source, u, reason, error),
       },
-      log: host.log,
+      logger: host.logger,
       unitEvents: this.unitEvents,
       inspect: host.options.inspect,
       refusal: () =>
@@ -220,8 +222,12 @@ export class RelocationCoordinator {
   private start(options: ParsedRelocationOptions): Promise<RelocationResult> {
     let resolve!: (r: RelocationResult) => void;
     const promise = new Promise<RelocationResult>((r) => (resolve = r));
-    const op: Operation = { options, promise, actor: undefined as never };
+    const op: Operation = { options, promise, actor: undefined as never, startedAt: this.host.clock.now() };
     this.op = op;
+    this.host.logger.info(
+      { mode: nameOf(RelocationMode, options.mode), targetApplicationVersion: options.targetApplicationVersion, deadlineMs: options.deadlineMs, objects: this.host.objects.size },
+      'relocation started',
+    );
     const machine = relocationSupervisorMachine.provide({
       actors: {
         preflight: fromPromise<PreflightOutput, void>(() => this.preflight()),
@@ -249,7 +255,7 @@ export class RelocationCoordinator {
     actor.subscribe({
       complete: () => resolve(this.finish(op, actor.getSnapshot().output!)),
       error: (error) => {
-        this.host.log('error', 'relocation supervisor failed', error);
+        this.host.logger.error({ err: error }, 'relocation supervisor failed');
         resolve(this.finish(op, { outcome: 'blocked', reason: RelocationReason.RelocationFailed, enteredRelocating: this.host.state === FrameworkRuntimeState.Relocating }));
       },
     });
@@ -260,7 +266,7 @@ export class RelocationCoordinator {
   private finish(op: Operation, output: SupervisorOutput): RelocationResult {
     const host = this.host;
     if (this.overTarget.count > 1)
-      host.log('warn', `${this.overTarget.count} relocation units in all exceeded the ${INTERRUPTION_TARGET_MS} ms source-stop target (longest ${this.overTarget.maxMs} ms)`);
+      host.logger.warn({ units: this.overTarget.count, longestMs: this.overTarget.maxMs, targetMs: INTERRUPTION_TARGET_MS }, 'relocation units in all exceeded the source-stop target');
     this.overTarget = { count: 0, maxMs: 0 };
     const { mode, targetApplicationVersion } = op.options;
     this.op = undefined;
@@ -269,17 +275,31 @@ export class RelocationCoordinator {
       result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None };
       this.relocatedResult = result;
       host.transition('ALL_UNITS_DETACHED', { lastRelocation: result });
-      void host.publishDescriptor(FrameworkRuntimeState.Relocated).catch((e: unknown) => host.log('warn', 'Relocated descriptor not published', e));
+      void host.publishDescriptor(FrameworkRuntimeState.Relocated).catch((e: unknown) => host.logger.warn({ err: e }, 'Relocated descriptor not published'));
     } else {
       result = { mode, targetApplicationVersion, outcome: RelocationOutcome.Blocked, reason: output.reason };
       if (this.rollbackUnconfirmed) {
         // §13: no new work is accepted; bounded cleanup ends ForceStopped/TeardownFailed.
         void host.shutdown({ deadlineMs: 5000 });
       } else if (output.enteredRelocating && host.transition('SOURCE_RESTORED', { lastRelocation: result })) {
-        void host.publishDescriptor(FrameworkRuntimeState.Serving).catch((e: unknown) => host.log('warn', 'Serving descriptor not republished', e));
+        void host.publishDescriptor(FrameworkRuntimeState.Serving).catch((e: unknown) => host.logger.warn({ err: e }, 'Serving descriptor not republished'));
       }
     }
     telemetry.relocation(result);
+    const inventory = op.pool ? this.lastInventory : undefined;
+    host.logger.info(
+      {
+        mode: nameOf(RelocationMode, mode),
+        targetApplicationVersion,
+        outcome: nameOf(RelocationOutcome, result.outcome),
+        reason: nameOf(RelocationReason, result.reason),
+        relocationMs: host.clock.now() - op.startedAt,
+        target: op.target?.nodeId,
+        units: inventory ? inventory.perActorShells + inventory.actors + inventory.spotWideAggregates + inventory.instanceSpots : 0,
+        objects: inventory?.objects ?? 0,
+      },
+      'relocation ended',
+    );
     if (host.status.lastRelocation !== result) host.publish({ lastRelocation: result });
     this.checkSafeToShutdown();
     this.wakeSettled();
@@ -378,7 +398,7 @@ export class RelocationCoordinator {
     try {
       if (!(await this.host.publishDescriptor(FrameworkRuntimeState.Serving))) this.rollbackUnconfirmed = true;
     } catch (error) {
-      this.host.log('error', 'descriptor rollback to Serving could not be confirmed', error);
+      this.host.logger.error({ err: error }, 'descriptor rollback to Serving could not be confirmed');
       this.rollbackUnconfirmed = true;
     }
   }
@@ -425,7 +445,7 @@ export class RelocationCoordinator {
     // The first unit over it is logged in full, the rest are summed up once per operation (no log flood at 10k units).
     if (stopped > INTERRUPTION_TARGET_MS) {
       if (this.overTarget.count++ === 0)
-        this.host.log('warn', `relocation unit ${unit.plan.id} (${unit.plan.kind}, ${unit.plan.root.key}) stopped the source for ${stopped} ms, over the ${INTERRUPTION_TARGET_MS} ms target`);
+        this.host.logger.warn({ unit: unit.plan.id, kind: unit.plan.kind, root: unit.plan.root.key, stoppedMs: stopped, targetMs: INTERRUPTION_TARGET_MS }, 'relocation unit stopped the source over the target');
       this.overTarget.maxMs = Math.max(this.overTarget.maxMs, stopped);
     }
     this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: unit.keys, s1: unit.s1, kind: unit.plan.kind });
@@ -440,9 +460,9 @@ export class RelocationCoordinator {
     try {
       const result = onClosing(spot.state, 'RelocationOut', spot.ctx);
       if (result && typeof (result as Promise<unknown>).then === 'function')
-        (result as Promise<unknown>).then(undefined, (e: unknown) => this.host.log('warn', `onClosing(RelocationOut) of ${spot.key} threw`, e));
+        (result as Promise<unknown>).then(undefined, (e: unknown) => this.host.logger.warn({ object: spot.key, err: e }, 'onClosing(RelocationOut) threw'));
     } catch (error) {
-      this.host.log('warn', `onClosing(RelocationOut) of ${spot.key} threw`, error);
+      this.host.logger.warn({ object: spot.key, err: error }, 'onClosing(RelocationOut) threw');
     }
   }
 
@@ -480,7 +500,7 @@ export class RelocationCoordinator {
 
   onControl(from: NodeRef, raw: RuntimeMessage): void {
     const message = parseRelocationMessage(raw);
-    if (!message) return this.host.log('warn', `invalid relocation message '${String(raw.t)}' from ${from.nodeId} dropped`);
+    if (!message) return this.host.logger.warn({ message: String(raw.t), peer: from.nodeId }, 'invalid relocation message dropped');
     switch (message.t) {
       case RELOCATION_MESSAGE.prepare:
         return this.inbound.onPrepare(from, message);
@@ -597,7 +617,7 @@ export class RelocationCoordinator {
             operation: {
               mode: op.options.mode,
               targetApplicationVersion: op.options.targetApplicationVersion,
-              phase: JSON.stringify(op.actor.getSnapshot().value),
+              phase: statePath(op.actor.getSnapshot().value),
               ...(op.target ? { target: op.target } : {}),
             },
           }

@@ -4,7 +4,8 @@
  */
 import type { Clock } from '../clock';
 import type { ObjectDefinition } from '../definitions';
-import type { LogFn, Timing } from '../options';
+import type { RuntimeLog } from '../logger';
+import type { Timing } from '../options';
 import type { ObjectServer } from '../objects';
 import type { Router } from '../router';
 import type { LocationStore, NodeRef } from '../../stores/types';
@@ -35,7 +36,7 @@ export interface InboundPorts {
     ready(source: NodeRef, unit: string): void;
     fail(source: NodeRef, unit: string, reason: RelocationReason, error: string): void;
   };
-  readonly log: LogFn;
+  readonly logger: RuntimeLog;
   /** Per-unit events (only built when someone listens). */
   readonly unitEvents: { readonly active: boolean; emit(event: UnitEvent): void };
   /** xstate inspection observer passed to the parcel machines. */

@@ -203,7 +203,7 @@ export class SourceUnit {
       }
       bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects, queue });
     } catch (error) {
-      this.coord.host.log('warn', `capture of ${this.plan.root.key} failed`, error);
+      this.coord.host.logger.warn({ unit: this.plan.id, root: this.plan.root.key, err: error }, 'capture failed; the unit is restored (StateIncompatible)');
       return void this.actor.send({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
     }
     this.coord.recordBytes(this.plan, bytes.length);

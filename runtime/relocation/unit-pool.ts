@@ -82,7 +82,7 @@ export class UnitPool {
           settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
         },
         error: (error) => {
-          this.coord.host.log('error', `relocation unit ${plan.id} machine failed`, error);
+          this.coord.host.logger.error({ unit: plan.id, err: error }, 'relocation unit machine failed');
           settle(RelocationReason.RelocationFailed);
         },
       });

@@ -70,14 +70,15 @@ describe.each(STACKS)('duplicate nodeId on %s', (stackName) => {
     // The crashed run: its clock never moves again, so it never renews (and never releases) its owner lease,
     // which the store then lets expire on real time — what a killed process leaves behind.
     const frozen = new SimulatedClock();
-    const crashedLog: string[] = [];
+    const crashedLog: { level: string; fields: Record<string, unknown>; msg?: string }[] = [];
+    const at = (level: string) => (fields: Record<string, unknown>, msg?: string) => void crashedLog.push({ level, fields, msg });
     const crashed = await stack.host({
       nodeId: 'node-c',
       applicationVersion: 1,
       types: [Counter],
       clock: frozen,
       timing: { ...FAST_TIMING, leaseMs },
-      log: (level, message) => crashedLog.push(`${level} ${message}`),
+      logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') },
     });
     expect(crashed.status.state).toBe(FrameworkRuntimeState.Serving);
 
@@ -101,7 +102,11 @@ describe.each(STACKS)('duplicate nodeId on %s', (stackName) => {
     // Let the crashed run's timers fire so stack.close() can end it: it finds its lease gone and goes to Error.
     frozen.increment(leaseMs);
     await eventually(() => crashed.status.state === FrameworkRuntimeState.Error, 5000, 'the stale run to notice its lease is gone');
-    expect(crashedLog).toContain(`error owner lease of node-c#${crashed.lifecycleGeneration} was lost`);
+    expect(crashedLog).toContainEqual({
+      level: 'error',
+      fields: { nodeId: 'node-c', lifecycleGeneration: crashed.lifecycleGeneration },
+      msg: expect.stringContaining('owner lease was lost'),
+    });
     expect((await mine(stack, 'node-c')).map((d) => d.lifecycleGeneration)).toEqual([restarted.lifecycleGeneration]);
   }, 30_000);
 });

@@ -12,6 +12,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
+import { advertisedEndpoint, formatHost, isUnspecifiedHost } from '../address';
 import type { Link, LinkHandlers, LinkProvider } from '../link';
 import type { MeshConfig } from '../types';
 
@@ -62,10 +63,6 @@ class WsLink implements Link {
   }
 }
 
-function formatHost(host: string): string {
-  return host.includes(':') ? `[${host}]` : host;
-}
-
 export class WsLinkProvider implements LinkProvider {
   readonly kind = 'ws' as const;
   private readonly servers: { wss: WebSocketServer; server: http.Server }[] = [];
@@ -78,6 +75,18 @@ export class WsLinkProvider implements LinkProvider {
     const listen = mesh.listen;
     if (!listen) throw new TypeError(`ws transport: mesh ${mesh.name} has no listen address`);
     const secure = mesh.tls?.key !== undefined && mesh.tls.cert !== undefined;
+    // Checked before binding: an unspecified address is never published as the endpoint peers dial.
+    if (mesh.advertise === undefined && isUnspecifiedHost(listen.host))
+      throw new TypeError(
+        `ws transport: mesh ${mesh.name} listens on the unspecified address '${listen.host}', which peers cannot dial; set advertise to the host:port they reach it at`,
+      );
+    if (mesh.advertise !== undefined) {
+      try {
+        advertisedEndpoint(mesh.advertise, secure, 1);
+      } catch (error) {
+        throw new TypeError(`ws transport: mesh ${mesh.name} advertise ${(error as Error).message}`);
+      }
+    }
     const server: http.Server = secure ? https.createServer({ key: mesh.tls!.key, cert: mesh.tls!.cert, ca: mesh.tls!.ca }) : http.createServer();
     server.on('request', (_req, res) => {
       res.writeHead(426, { 'content-type': 'text/plain' }).end('zlink mesh endpoint: WebSocket only');
@@ -106,6 +115,7 @@ export class WsLinkProvider implements LinkProvider {
     server.on('error', () => undefined);
     this.servers.push({ wss, server });
     const port = (server.address() as AddressInfo).port;
+    if (mesh.advertise !== undefined) return advertisedEndpoint(mesh.advertise, secure, port);
     return `${secure ? 'wss' : 'ws'}://${formatHost(listen.host)}:${port}/`;
   }
 

@@ -10,6 +10,7 @@ import { SimulatedClock } from '../../clock';
 import { decodeValue, encodeValue } from '../../codec';
 import { defineActor, preserveState } from '../../definitions';
 import type { Envelope } from '../../envelope';
+import { silentLog } from '../../logger';
 import { ObjectServer } from '../../objects';
 import type { CasOutcome } from '../cas-batcher';
 import { describeType } from '../compatibility';
@@ -51,7 +52,7 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
     rejectStaleGeneration: () => undefined,
     send: () => undefined,
     request: async () => undefined,
-    log: () => undefined,
+    logger: silentLog,
   });
   const replies: string[] = [];
   const routed: string[] = [];
@@ -83,7 +84,7 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
       ready: (_s, u) => void replies.push(`ready ${u}`),
       fail: (_s, u, _r, error) => void replies.push(`fail ${u}: ${error}`),
     },
-    log: () => undefined,
+    logger: silentLog,
     unitEvents: { active: false, emit: () => undefined },
     inspect: undefined,
     refusal: () => undefined,

@@ -50,7 +50,7 @@ export class Inbound implements ParcelOwner {
     this.stagingExpiry = new ExpiryQueue(clock, timing.restoreValidityMs, (id) => {
       const unit = this.units.get(id);
       if (ports.closed() || !unit?.staged) return;
-      ports.log('warn', `relocation unit ${id} from ${unit.source.nodeId} expired in staging (no payload within restore validity)`);
+      ports.logger.warn({ unit: id, source: unit.source.nodeId }, 'inbound relocation unit expired in staging (no payload within restore validity)');
       this.abandon(unit);
     });
     this.cutoverWaits = new ExpiryQueue(clock, timing.relocationCutoverWaitTimeoutMs, (parcel) => {
@@ -151,7 +151,7 @@ export class Inbound implements ParcelOwner {
    * source learns it from the intake ack and aborts each unit it carried.
    */
   private onParcel(from: NodeRef, parcelId: string, result: PayloadResult): void {
-    if (!result.ok) return this.ports.log('warn', `parcel ${parcelId} from ${nodeKey(from)} failed intake: ${result.error.message}`);
+    if (!result.ok) return this.ports.logger.warn({ parcel: parcelId, source: nodeKey(from), err: result.error }, 'inbound parcel failed intake');
     let decoded;
     try {
       decoded = decodeParcel(result.bytes);
@@ -159,7 +159,7 @@ export class Inbound implements ParcelOwner {
       if (!(error instanceof ParcelError)) throw error;
       // Which units it carried is unreadable: every unit from that source still waiting for its payload gets an
       // explicit failure before relay-ready (its source restores it, §11) rather than no reply at all.
-      this.ports.log('error', `parcel ${parcelId} from ${nodeKey(from)} is malformed; units awaiting a payload from it fail`, error);
+      this.ports.logger.error({ parcel: parcelId, source: nodeKey(from), err: error }, 'inbound parcel is malformed; units awaiting a payload from it fail');
       for (const unit of [...this.units.values()]) if (sameNode(unit.source, from) && unit.staged) this.failUnit(unit, `payload rejected: ${error.message}`);
       return;
     }
@@ -172,7 +172,7 @@ export class Inbound implements ParcelOwner {
     const { ports } = this;
     const unit = this.units.get(id);
     if (!unit || !sameNode(unit.source, from)) {
-      ports.log('warn', `payload ${id} from ${nodeKey(from)} matches no prepared unit`);
+      ports.logger.warn({ unit: id, source: nodeKey(from) }, 'payload matches no prepared unit');
       // An explicit failure before relay-ready: the source restores instead of crossing on silence (§11).
       if (!unit) ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'no prepared unit on the target');
       return;
@@ -214,7 +214,7 @@ export class Inbound implements ParcelOwner {
     actor.subscribe({
       complete: () => this.parcelEnded(parcel, actor.getSnapshot().output as UnitTargetOutput),
       error: (error) => {
-        this.ports.log('error', `inbound parcel machine failed (${parcel.units.length} units)`, error);
+        this.ports.logger.error({ units: parcel.units.length, err: error }, 'inbound parcel machine failed');
         for (const unit of parcel.units) {
           this.unstage(unit);
           unit.discard();

@@ -118,7 +118,7 @@ export class TargetParcel {
             return;
           }
           if (outcome.status !== 'applied') {
-            this.ports.log('error', `relocation ${unit.id}: owner changed under the unit; prepared objects discarded`);
+            this.ports.logger.error({ unit: unit.id }, 'owner changed under the relocation unit; prepared objects discarded');
             return settle(unit, false);
           }
           unit.restored[0]!.authorityGeneration = outcome.record!.authorityGeneration;
@@ -140,7 +140,7 @@ export class TargetParcel {
   }
 
   private gaveUp(unit: TargetUnit, error: unknown): false {
-    this.ports.log('error', `relocation ${unit.id}: target ownership not confirmed before restore validity ended`, error);
+    this.ports.logger.error({ unit: unit.id, err: error }, 'target ownership not confirmed before restore validity ended');
     return false;
   }
 
@@ -174,7 +174,7 @@ export class TargetParcel {
     await location.discardAggregate(relocationId, spot).catch(() => undefined);
     if (result.status === 'data-lost') {
       // §13: unrecoverable; never guessed or rolled back.
-      this.ports.log('error', `relocation ${relocationId}: SpotWide target list does not match its header (DataLost)`);
+      this.ports.logger.error({ unit: relocationId }, 'SpotWide target list does not match its header (DataLost)');
       return false;
     }
     if (result.status !== 'applied') return false;

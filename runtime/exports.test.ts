@@ -1,0 +1,24 @@
+/** The package entry exports every public type and error the API uses (issue 12: strict, helpful options). */
+import * as zlink from '.';
+import { statePath } from './state-path';
+
+test('errors and defaults a user needs are exported from the entry', () => {
+  expect(new zlink.LeaseHeldError('n', 1, 2, 500)).toBeInstanceOf(Error);
+  expect(zlink.REDIS_STORE_DEFAULTS.commandTimeoutMs).toBe(2000);
+  expect(typeof zlink.consoleLogger).toBe('function');
+  // Types (checked by the compiler): options of both store providers, the logger, transport and event listeners.
+  const redis: zlink.RedisStoresOptions = { url: 'redis://127.0.0.1:6379', keyPrefix: 'app:' };
+  const memory: zlink.MemoryStoresOptions = {};
+  const logger: zlink.Logger = console;
+  const listener: zlink.HostEventListener = () => undefined;
+  const unit: zlink.UnitListener = () => undefined;
+  const defs: zlink.ObjectDefinition[] = [];
+  expect([redis, memory, logger, listener, unit, defs]).toHaveLength(6);
+});
+
+test('diagnostics phases are readable state paths, not JSON', () => {
+  expect(statePath('awaitingTarget')).toBe('awaitingTarget');
+  expect(statePath({ running: 'batch2' })).toBe('running.batch2');
+  expect(statePath({ running: { batch2: 'draining' } })).toBe('running.batch2.draining');
+  expect(statePath({ a: 'x', b: { c: 'y' } })).toBe('a.x, b.c.y');
+});

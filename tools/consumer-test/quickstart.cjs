@@ -1,0 +1,72 @@
+// The README quickstart as a CommonJS application, with an OpenTelemetry MeterProvider installed first (periodic
+// reader into an in-memory exporter). Prints one JSON line: the quickstart's values and the metrics recorded.
+// It never calls process.exit: run.js checks that the process ends by itself.
+'use strict';
+const { metrics } = require('@opentelemetry/api');
+const { MeterProvider, PeriodicExportingMetricReader, InMemoryMetricExporter, AggregationTemporality } = require('@opentelemetry/sdk-metrics');
+
+const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
+const provider = new MeterProvider({ readers: [reader] });
+metrics.setGlobalMeterProvider(provider);
+
+const { createRuntime, defineActor, memoryStores, preserveState, RelocationMode, RelocationOutcome } = require('zlink');
+
+async function main() {
+  const Counter = defineActor({
+    type: 'Counter',
+    relocation: preserveState({
+      capture: (s) => Buffer.from(JSON.stringify(s)),
+      restore: (bytes) => JSON.parse(bytes.toString()),
+    }),
+    create: () => ({ n: 0 }),
+    receive: (state, message) => {
+      if (message.op === 'add') state.n += message.by;
+      return state.n;
+    },
+  });
+
+  const stores = memoryStores();
+  const a = await createRuntime({ nodeId: 'node-a', applicationVersion: 1, stores, types: [Counter] });
+  const b = await createRuntime({ nodeId: 'node-b', applicationVersion: 1, stores, types: [Counter] });
+
+  await a.createActor('Counter', 'counter-1');
+  a.send({ actor: 'counter-1' }, { op: 'add', by: 2 });
+  const before = await b.request({ actor: 'counter-1' }, { op: 'get' });
+  // While both hosts run: the units gauge is observed from live hosts only.
+  await reader.forceFlush();
+  const midRun = summarize(exporter.getMetrics().at(-1));
+
+  const result = await a.relocate({ mode: RelocationMode.PlannedMaintenance });
+  if (result.outcome === RelocationOutcome.Relocated) await a.shutdown();
+
+  const after = await b.request({ actor: 'counter-1' }, { op: 'add', by: 1 });
+  const owner = (await b.locate({ actor: 'counter-1' })).nodeId;
+  await b.shutdown();
+  await stores.close();
+
+  await reader.forceFlush();
+  const recorded = summarize(exporter.getMetrics().at(-1));
+  await provider.shutdown(); // the periodic reader's timer goes with it
+  process.stdout.write(`${JSON.stringify({ module: 'cjs', before, after, owner, recorded, unitsObserved: 'zlink.relocation.units' in midRun })}\n`);
+}
+
+main().catch((error) => {
+  process.stderr.write(`${error && error.stack ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
+});
+
+/** Instrument name → sum of its points (histograms: their counts); `name{label}` → the label values seen. */
+function summarize(resourceMetrics) {
+  const out = {};
+  for (const scope of resourceMetrics ? resourceMetrics.scopeMetrics : [])
+    for (const metric of scope.metrics) {
+      const name = metric.descriptor.name;
+      out[name] ??= 0;
+      for (const point of metric.dataPoints) {
+        out[name] += typeof point.value === 'number' ? point.value : point.value.count;
+        for (const [k, v] of Object.entries(point.attributes)) if (!(out[`${name}{${k}}`] ??= []).includes(v)) out[`${name}{${k}}`].push(v);
+      }
+    }
+  return out;
+}
