@@ -32,6 +32,7 @@ import { UnitEvents, type UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { fixInventory, type UnitPlan } from './inventory';
 import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE } from './protocol';
+import type { OutboundPorts } from './ports';
 import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { Inbound } from './target/inbound';
@@ -134,6 +135,8 @@ export class RelocationCoordinator {
   rollbackUnconfirmed = false;
 
   readonly sourceMachine;
+  /** The source side's view of this host (source-unit.ts never reaches into the host). */
+  readonly outbound: OutboundPorts;
 
   constructor(readonly host: Host) {
     this.casBatcher = new CasBatcher(host.stores.location);
@@ -156,6 +159,25 @@ export class RelocationCoordinator {
     this.replyWaits = new ExpiryQueue(host.clock, Math.max(1000, timing.relocationCutoverWaitTimeoutMs), (id) => {
       if (!this.closed) this.sources.get(id)?.replyWaitEnded();
     });
+    this.outbound = {
+      clock: host.clock,
+      logger: host.logger,
+      send: (to, message) => host.transport?.send(to, message) ?? false,
+      acquireBudget: (to, bytes) => host.transport?.acquireBudget(to, bytes),
+      control: this.control,
+      parcels: this.parcels,
+      objects: host.objects,
+      awaitDeferSignal: (key, ready) =>
+        void host.objects.deferListeners.set(key, () => {
+          host.objects.deferListeners.delete(key);
+          ready();
+        }),
+      cancelDeferSignal: (key) => void host.objects.deferListeners.delete(key),
+      routes: host.router,
+      unitEvents: this.unitEvents,
+      estimateBytes: (plan) => this.estimateBytes(plan),
+      recordBytes: (plan, bytes) => this.recordBytes(plan, bytes),
+    };
     this.inbound = new Inbound({
       // The lifecycle generation is known only once the host started.
       get self() {

@@ -10,8 +10,12 @@ import type { ObjectServer } from '../objects';
 import type { Router } from '../router';
 import type { LocationStore, NodeRef } from '../../stores/types';
 import type { RelocationReason } from '../../vocabulary';
+import type { BudgetLease, RuntimeMessage } from '../../transport/types';
 import type { CasBatcher } from './cas-batcher';
+import type { ControlBatcher } from './control-batcher';
 import type { UnitEvent } from './events';
+import type { UnitPlan } from './inventory';
+import type { ParcelSender } from './parcel-sender';
 
 /** The target side of inbound units: intake, restore, owner commit, merge and dispatch (DESIGN.md "Unit handoff (target)"). */
 export interface InboundPorts {
@@ -47,4 +51,27 @@ export interface InboundPorts {
   closed(): boolean;
   /** Inbound units ended (opened, discarded or abandoned): the host re-checks what waits on them. */
   unitsEnded(): void;
+}
+
+/** The source side of a unit (source-unit.ts): seal, capture, transfer, relay and cutover (DESIGN.md "Unit handoff (source)"). */
+export interface OutboundPorts {
+  readonly clock: Clock;
+  readonly logger: RuntimeLog;
+  /** One message to the unit's target; false when the transport did not take it. */
+  send(to: NodeRef, message: RuntimeMessage): boolean;
+  /** §7 payload budget toward a target; undefined when this host has no transport. */
+  acquireBudget(to: NodeRef, bytes: number): Promise<BudgetLease> | undefined;
+  /** Batched per-unit control messages (`r.prepare`), flushed before a per-unit message that must not overtake them. */
+  readonly control: Pick<ControlBatcher, 'prepare' | 'flush'>;
+  /** Unit payloads of one tick travel as one parcel. */
+  readonly parcels: Pick<ParcelSender, 'send'>;
+  readonly objects: Pick<ObjectServer, 'forget' | 'runReadyCompleted'>;
+  /** §7 ApplicationSignaled readiness: `ready` runs once the Spot's handler called relocationReady().defer(). */
+  awaitDeferSignal(key: string, ready: () => void): void;
+  cancelDeferSignal(key: string): void;
+  readonly routes: Pick<Router, 'setFollow'>;
+  readonly unitEvents: { readonly active: boolean; emit(event: UnitEvent): void };
+  /** The payload estimate before the seal (§7), and what the seal measured. */
+  estimateBytes(plan: UnitPlan): number;
+  recordBytes(plan: UnitPlan, bytes: number): void;
 }

@@ -14,13 +14,21 @@ import type { Lane, WorkItem } from '../lane';
 import type { Hosted } from '../objects';
 import type { TimerRegistration } from '../timers';
 import { RelocationReason } from '../../vocabulary';
-import type { RelocationCoordinator } from './coordinator';
+import type { OutboundPorts } from './ports';
 import { unitObjects, type UnitPlan } from './inventory';
 import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';
 import { describeType } from './compatibility';
 import { relayBatchMessages, RELOCATION_MESSAGE } from './protocol';
 import type { UnitEvent } from './events';
 import type { SealGate } from './seal-gate';
+
+/** What a source unit reports to the follow window (coordinator). */
+export interface FollowWindow {
+  /** The payload reached the target: its reply is due within the wait (§8). */
+  awaitReply(unit: SourceUnit): void;
+  /** S1: Message Follow and the retransmission copy start (§13). */
+  onCutOver(unit: SourceUnit, relay: Envelope[], submitOk: boolean): void;
+}
 
 export class SourceUnit {
   actor!: Actor<typeof unitSourceMachine>;
@@ -48,7 +56,9 @@ export class SourceUnit {
   s1 = 0;
 
   constructor(
-    private readonly coord: RelocationCoordinator,
+    private readonly ports: OutboundPorts,
+    /** The follow window (coordinator): reply waits, then Message Follow and the retransmission copy from S1. */
+    private readonly window: FollowWindow,
     readonly plan: UnitPlan,
     readonly target: NodeRef,
     private readonly gate: SealGate,
@@ -72,7 +82,7 @@ export class SourceUnit {
   }
 
   private send(message: RuntimeMessage): boolean {
-    return this.coord.host.transport?.send(this.target, message) ?? false;
+    return this.ports.send(this.target, message);
   }
 
   /** The machine's current state (no copy kept here). */
@@ -96,9 +106,9 @@ export class SourceUnit {
   }
 
   private acquireBudget(): void {
-    const transport = this.coord.host.transport;
-    if (!transport) return void this.actor.send({ type: 'STOP' });
-    transport.acquireBudget(this.target, this.coord.estimateBytes(this.plan)).then(
+    const budget = this.ports.acquireBudget(this.target, this.ports.estimateBytes(this.plan));
+    if (!budget) return void this.actor.send({ type: 'STOP' });
+    budget.then(
       (lease) => {
         if (this.isStopped) return lease.release();
         this.lease = lease;
@@ -115,7 +125,7 @@ export class SourceUnit {
     this.prepareSent = true;
     // One r.prepare per target per turn carries this unit with the others (DESIGN "Relocation at scale"); a message
     // the transport did not take fails each unit it carried, as a refused single send did.
-    this.coord.control.prepare(this.target, { u: this.plan.id, kind: this.plan.kind, keys: this.keys as string[] }, this.typesInUse(), () => {
+    this.ports.control.prepare(this.target, { u: this.plan.id, kind: this.plan.kind, keys: this.keys as string[] }, this.typesInUse(), () => {
       if (this.at === 'waiting') this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
     });
   }
@@ -123,7 +133,7 @@ export class SourceUnit {
   /** §11: `r.abort` never overtakes this unit's `r.prepare` still waiting in the turn's batch. */
   private sendAbort(): void {
     if (!this.prepareSent) return;
-    this.coord.control.flush(this.target);
+    this.ports.control.flush(this.target);
     this.send({ t: RELOCATION_MESSAGE.abort, u: this.plan.id });
   }
 
@@ -163,10 +173,7 @@ export class SourceUnit {
     const root = this.plan.root;
     if (this.plan.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') {
       // §7: the application registers the turn boundary with relocationReady().defer().
-      this.coord.host.objects.deferListeners.set(root.key, () => {
-        this.coord.host.objects.deferListeners.delete(root.key);
-        this.pauseLane();
-      });
+      this.ports.awaitDeferSignal(root.key, () => this.pauseLane());
       return;
     }
     this.pauseLane();
@@ -180,7 +187,7 @@ export class SourceUnit {
   }
 
   sealAndTransfer(): void {
-    const clock = this.coord.host.clock;
+    const clock = this.ports.clock;
     this.s0 = clock.now(); // S0: source admission seal (§8)
     const timers = new Map<string, TimerRegistration[]>();
     const shell = this.plan.kind === 'perActorShell';
@@ -203,10 +210,10 @@ export class SourceUnit {
       }
       bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects, queue });
     } catch (error) {
-      this.coord.host.logger.warn({ unit: this.plan.id, root: this.plan.root.key, err: error }, 'capture failed; the unit is restored (StateIncompatible)');
+      this.ports.logger.warn({ unit: this.plan.id, root: this.plan.root.key, err: error }, 'capture failed; the unit is restored (StateIncompatible)');
       return void this.actor.send({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
     }
-    this.coord.recordBytes(this.plan, bytes.length);
+    this.ports.recordBytes(this.plan, bytes.length);
     void this.transfer(bytes);
   }
 
@@ -234,7 +241,7 @@ export class SourceUnit {
       // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
       // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
       // Units sealed in the same tick travel as one parcel; each still has its own bytes and checksum.
-      await this.coord.parcels.send(this.target, this.plan.id, bytes, lease);
+      await this.ports.parcels.send(this.target, this.plan.id, bytes, lease);
     } catch (error) {
       lease.release();
       if (this.at !== 'sealed') return;
@@ -248,7 +255,7 @@ export class SourceUnit {
     if (this.at !== 'sealed') return;
     // The target restores on intake and answers at once; no answer by then is indeterminate (§8). One shared
     // timer for all units (DESIGN.md "Known performance traps"), not one per unit.
-    this.coord.awaitReply(this);
+    this.window.awaitReply(this);
   }
 
   /** The reply wait ended: without relay-ready or a failure by now the outcome is indeterminate (§8). */
@@ -268,28 +275,28 @@ export class SourceUnit {
 
   /** Entry of `following`: ordered relay, one-way cutover submit (S1), Message Follow from here until S4 (§8, §13). */
   relayAndCutover(): void {
-    const host = this.coord.host;
+    const { clock, routes, objects } = this.ports;
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
     const relay = this.hold.map(movedEnvelope);
     const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
-    this.s1 = host.clock.now(); // S1: terminal of the one-way cutover submit
+    this.s1 = clock.now(); // S1: terminal of the one-way cutover submit
     for (const o of this.objects) {
       o.hold = undefined;
       // From here arriving messages follow to the target over the same connection, after the cutover.
-      host.router.setFollow(o.key, this.target);
-      host.objects.forget(o.key);
+      routes.setFollow(o.key, this.target);
+      objects.forget(o.key);
     }
     // The relay copy is what the retransmission window keeps (§13); the hold and the captured queue are done with.
     this.hold.length = 0;
     this.captured = [];
     this.releasePermit(this.s1 - this.s0);
-    this.coord.onCutOver(this, relay, ok);
+    this.window.onCutOver(this, relay, ok);
     // The submit result stays here (unit event, retransmission copy): either way the unit never goes back (§13).
     this.event('cutOver', 'S1', this.s1, { submitOk: ok });
   }
 
   restoreSource(): void {
-    const objects = this.coord.host.objects;
+    const objects = this.ports.objects;
     // §11: original queue first, then what arrived during the hold, in arrival order.
     const held: WorkItem[] = this.hold.map((env) => ({ k: 'msg', to: env.to, env }));
     for (const o of this.objects) {
@@ -298,7 +305,7 @@ export class SourceUnit {
     }
     this.lane.unshift([...this.captured, ...held]);
     this.releasePermit();
-    this.event('restored', undefined, this.coord.host.clock.now());
+    this.event('restored', undefined, this.ports.clock.now());
     this.resumeLane();
     this.lease?.release();
     this.sendAbort();
@@ -308,11 +315,10 @@ export class SourceUnit {
 
   abandon(): void {
     this.stopped = true;
-    this.event('notStarted', undefined, this.coord.host.clock.now());
+    this.event('notStarted', undefined, this.ports.clock.now());
     this.lease?.release();
     this.releasePermit();
-    const listeners = this.coord.host.objects.deferListeners;
-    listeners.delete(this.plan.root.key);
+    this.ports.cancelDeferSignal(this.plan.root.key);
     this.resumeLane();
     this.sendAbort();
   }
@@ -323,8 +329,8 @@ export class SourceUnit {
   }
 
   private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
-    if (!this.coord.unitEvents.active) return;
-    this.coord.emitUnit({ side: 'source', unit: this.plan.id, kind: this.plan.kind, batch: this.plan.batch, state, ...(point ? { point } : {}), objects: this.keys, at, ...extra });
+    if (!this.ports.unitEvents.active) return;
+    this.ports.unitEvents.emit({ side: 'source', unit: this.plan.id, kind: this.plan.kind, batch: this.plan.batch, state, ...(point ? { point } : {}), objects: this.keys, at, ...extra });
   }
 
   private resumeLane(): void {

@@ -11,14 +11,27 @@
  */
 import { createActor, type AnyActorRef } from 'xstate';
 import type { PoolReport } from '../../machines/relocation-supervisor.machine';
-import { DETACHED_STATES, type UnitSourceOutput } from '../../machines/unit-source.machine';
+import { DETACHED_STATES, type unitSourceMachine, type UnitSourceOutput } from '../../machines/unit-source.machine';
 import type { NodeRef } from '../../stores/types';
 import type { SpotDefinition } from '../definitions';
 import { RelocationReason } from '../../vocabulary';
-import type { RelocationCoordinator } from './coordinator';
+import type { Hosted } from '../objects';
+import type { OutboundPorts } from './ports';
+import type { FollowWindow } from './source-unit';
 import type { Inventory, UnitPlan } from './inventory';
 import { SealGate } from './seal-gate';
 import { SourceUnit } from './source-unit';
+
+/** What the pool needs from the operation that owns it (the coordinator). */
+export interface UnitPoolOwner extends FollowWindow {
+  readonly outbound: OutboundPorts;
+  /** The unit-source machine with the driver's actions provided. */
+  readonly sourceMachine: typeof unitSourceMachine;
+  registerSource(actor: object, unit: SourceUnit): void;
+  unregisterSource(actor: object, unit: SourceUnit): void;
+  /** §10.2 step 6: OnClosing(RelocationOut) on a moved PerActor shell. */
+  closeRelocatedOut(spot: Hosted, onClosing: SpotDefinition['onClosing']): void;
+}
 
 export class UnitPool {
   private stopping = false;
@@ -36,7 +49,7 @@ export class UnitPool {
   private readonly batches: UnitPlan[][];
 
   constructor(
-    private readonly coord: RelocationCoordinator,
+    private readonly coord: UnitPoolOwner,
     inventory: Inventory,
   ) {
     this.batches = inventory.batches.map((plans) => [...plans]);
@@ -60,7 +73,7 @@ export class UnitPool {
       return;
     }
     for (const plan of plans) {
-      const unit = new SourceUnit(this.coord, plan, target, this.sealGate);
+      const unit = new SourceUnit(this.coord.outbound, this.coord, plan, target, this.sealGate);
       // Clock and inspect observer come from the parent's system.
       const actor = createActor(this.coord.sourceMachine, { parent, id: plan.id });
       unit.actor = actor;
@@ -82,7 +95,7 @@ export class UnitPool {
           settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
         },
         error: (error) => {
-          this.coord.host.logger.error({ unit: plan.id, err: error }, 'relocation unit machine failed');
+          this.coord.outbound.logger.error({ unit: plan.id, err: error }, 'relocation unit machine failed');
           settle(RelocationReason.RelocationFailed);
         },
       });
