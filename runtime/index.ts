@@ -46,6 +46,7 @@ export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi } 
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint } from './relocation/events';
+export type { NodeInspectionEvent } from './inspection';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores } from '../stores';
 export type { Stores, NodeRef, RequestTerminal } from '../stores/types';
