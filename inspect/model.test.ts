@@ -103,6 +103,17 @@ describe('InspectionModel units', () => {
     expect(m.machines[0]!.latest.history).toEqual(['a']);
   });
 
+  test('unit samples: two processes seeing the same units in different orders sample the same ones', () => {
+    const a = new InspectionModel({ sampleSize: 4 });
+    const b = new InspectionModel({ sampleSize: 4 });
+    const units = Array.from({ length: 200 }, (_, i) => `unit-${i}`);
+    for (const unit of units) a.unit('source', { side: 'source', unit, kind: 'actor', state: 'sealed', point: 'S0', at: 1 });
+    for (const unit of [...units].reverse()) b.unit('target', { side: 'target', unit, kind: 'actor', state: 'committed', point: 'S2', at: 2 });
+    const sampled = (m: InspectionModel) => m.view().units.map((u) => u.unit);
+    expect(sampled(a)).toHaveLength(4);
+    expect(sampled(b)).toEqual(sampled(a));
+  });
+
   test('diagram: states, initial, finals and transitions with shortened event names', () => {
     const d = diagramOf(machine);
     expect(d.root.children.map((c) => [c.key, c.type])).toEqual([

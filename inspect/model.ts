@@ -35,6 +35,8 @@ export interface ModelOptions {
 
 /** A sample slot is given to a newer actor once its holder has been finished this long. */
 const SAMPLE_REFRESH_MS = 3000;
+/** A sampled unit without an event for this long (an earlier relocation) gives its place to a new one. */
+const UNIT_SAMPLE_STALE_MS = 30_000;
 const HISTORY = 16;
 /** The latest actor's context is shown only when its JSON is at most this long. */
 const CONTEXT_CHARS = 2000;
@@ -74,6 +76,8 @@ interface MutableUnitSample {
   targetState?: string;
   points: Partial<Record<'S0' | 'S1' | 'S2' | 'S3' | 'S4', number>>;
   updated: number;
+  /** fnv1a(unit): the sample keeps the smallest. */
+  hash: number;
 }
 
 /** Untagged events (an observer used outside createRuntime) are shown under this node id. */
@@ -145,7 +149,8 @@ export class InspectionModel {
       }
       nodes.push({ nodeId: node.nodeId, machines, ...(node.units ? { units: structuredClone(node.units) } : {}) });
     }
-    return { at: Date.now(), nodes, units: [...this.units.values()].map((u) => ({ ...u, points: { ...u.points } }) as UnitSample) };
+    const units = [...this.units.values()].sort((a, b) => a.hash - b.hash).map(({ hash: _hash, ...u }) => ({ ...u, points: { ...u.points } }) as UnitSample);
+    return { at: Date.now(), nodes, units };
   }
 
   // ── inspection ────────────────────────────────────────────────────────────────────────────
@@ -215,18 +220,24 @@ export class InspectionModel {
 
   // ── unit events ───────────────────────────────────────────────────────────────────────────
 
+  /**
+   * Bottom-k by a hash of the unit id: the sample holds the `sampleSize` units with the smallest hashes seen (a
+   * sample untouched for UNIT_SAMPLE_STALE_MS makes room first: an earlier relocation). Deterministic, so the
+   * source's and the target's processes (feeds) sample the same units and the page joins their S0–S4.
+   */
   private sampleUnit(nodeId: string, e: UnitEventLike): void {
     let u = this.units.get(e.unit);
     if (!u) {
+      const hash = fnv1a(e.unit);
       if (this.units.size >= this.sampleSize) {
-        // Make room only by dropping a sample that has not changed for a while (a finished earlier relocation).
         const now = Date.now();
-        let oldest: MutableUnitSample | undefined;
-        for (const s of this.units.values()) if (now - s.updated > SAMPLE_REFRESH_MS && (!oldest || s.updated < oldest.updated)) oldest = s;
-        if (!oldest) return;
-        this.units.delete(oldest.unit);
+        let victim: MutableUnitSample | undefined;
+        for (const s of this.units.values()) if (now - s.updated > UNIT_SAMPLE_STALE_MS && (!victim || s.hash > victim.hash)) victim = s;
+        if (!victim) for (const s of this.units.values()) if (s.hash > hash && (!victim || s.hash > victim.hash)) victim = s;
+        if (!victim) return;
+        this.units.delete(victim.unit);
       }
-      u = { unit: e.unit, kind: e.kind, points: {}, updated: 0 };
+      u = { unit: e.unit, kind: e.kind, points: {}, updated: 0, hash };
       this.units.set(e.unit, u);
     }
     if (e.side === 'source') {
@@ -240,6 +251,13 @@ export class InspectionModel {
     if (e.point) u.points[e.point] = e.at;
     u.updated = Date.now();
   }
+}
+
+/** 32-bit FNV-1a of a string. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h >>> 0;
 }
 
 /** `'a'` → `a`; `{ a: 'b' }` → `a.b`; parallel regions joined by `,`. */

@@ -211,7 +211,10 @@ export async function createInspector(options?: InspectorOptions): Promise<Inspe
   };
 }
 
-/** Nodes side by side (a nodeId seen twice: the later source wins); unit samples merged by unit id. */
+/**
+ * Nodes side by side, by nodeId (a nodeId seen twice: the later source wins); unit samples merged by unit id (each
+ * process samples the same units, InspectionModel's bottom-k, so the source's S0, S1, S4 meet the target's S2, S3).
+ */
 export function mergeViews(views: readonly InspectorView[]): InspectorView {
   if (views.length === 1) return views[0]!;
   const nodes = new Map<string, NodeView>();
@@ -223,5 +226,5 @@ export function mergeViews(views: readonly InspectorView[]): InspectorView {
       units.set(u.unit, had ? { ...had, ...u, points: { ...had.points, ...u.points }, updated: Math.max(had.updated, u.updated) } : u);
     }
   }
-  return { at: Date.now(), nodes: [...nodes.values()], units: [...units.values()] };
+  return { at: Date.now(), nodes: [...nodes.values()].sort((a, b) => a.nodeId.localeCompare(b.nodeId)), units: [...units.values()] };
 }
