@@ -40,7 +40,7 @@ const USAGE = `usage: npm run demo -- [options]
   --inspect-port <n>    port of the inspector page (default 7070; 0 = any free port)
   -h, --help`;
 
-interface Flags {
+export interface Flags {
   sizes: Sizes;
   rate: number;
   timerMs: number;
@@ -51,62 +51,56 @@ interface Flags {
   inspectPort: number;
 }
 
-function parseFlags(): Flags {
-  try {
-    const { values } = parseArgs({
-      strict: true,
-      allowPositionals: false,
-      options: {
-        actors: { type: 'string', default: '10000' },
-        rooms: { type: 'string', default: '20' },
-        'room-members': { type: 'string', default: '100' },
-        lobbies: { type: 'string', default: '10' },
-        'lobby-members': { type: 'string', default: '50' },
-        shards: { type: 'string', default: '500' },
-        rate: { type: 'string', default: '2000' },
-        'timer-ms': { type: 'string', default: '5000' },
-        'follow-ms': { type: 'string', default: '5000' },
-        redis: { type: 'string' },
-        processes: { type: 'boolean', default: false },
-        inspect: { type: 'boolean', default: false },
-        'inspect-port': { type: 'string', default: '7070' },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
-    if (values.help) {
-      console.log(USAGE);
-      process.exit(0);
-    }
-    const int = (name: keyof typeof values, min: number, max = 10_000_000): number => {
-      const raw = values[name] as string;
-      const n = Number(raw);
-      if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}; got '${raw}'`);
-      return n;
-    };
-    if (values.processes && !values.redis) throw new Error('--processes needs --redis <url>: memory stores live inside one process, separate host processes share Redis');
-    if (values.redis !== undefined && !/^rediss?:\/\//.test(values.redis)) throw new Error(`--redis must be a redis:// or rediss:// URL; got '${values.redis}'`);
-    const sizes: Sizes = {
-      actors: int('actors', 1),
-      rooms: int('rooms', 0),
-      roomMembers: int('room-members', 0, 100_000),
-      lobbies: int('lobbies', 0),
-      lobbyMembers: int('lobby-members', 0, 100_000),
-      shards: int('shards', 0),
-    };
-    return {
-      sizes,
-      rate: int('rate', 0, 1_000_000),
-      timerMs: int('timer-ms', 10, 3_600_000),
-      followMs: int('follow-ms', 10, 600_000),
-      ...(values.redis ? { redis: values.redis } : {}),
-      processes: values.processes,
-      inspect: values.inspect,
-      inspectPort: int('inspect-port', 0, 65535),
-    };
-  } catch (error) {
-    console.error(`demo: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
-    process.exit(2);
-  }
+/** The flags of `npm run demo`, strict: an unknown flag or a bad value throws an Error that names it. */
+export function parseDemoFlags(args: string[]): Flags | 'help' {
+  const { values } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      actors: { type: 'string', default: '10000' },
+      rooms: { type: 'string', default: '20' },
+      'room-members': { type: 'string', default: '100' },
+      lobbies: { type: 'string', default: '10' },
+      'lobby-members': { type: 'string', default: '50' },
+      shards: { type: 'string', default: '500' },
+      rate: { type: 'string', default: '2000' },
+      'timer-ms': { type: 'string', default: '5000' },
+      'follow-ms': { type: 'string', default: '5000' },
+      redis: { type: 'string' },
+      processes: { type: 'boolean', default: false },
+      inspect: { type: 'boolean', default: false },
+      'inspect-port': { type: 'string', default: '7070' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) return 'help';
+  const int = (name: keyof typeof values, min: number, max = 10_000_000): number => {
+    const raw = values[name] as string;
+    const n = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) throw new Error(`--${name} must be an integer from ${min} to ${max}; got '${raw}'`);
+    return n;
+  };
+  if (values.processes && !values.redis) throw new Error('--processes needs --redis <url>: memory stores live inside one process, separate host processes share Redis');
+  if (values.redis !== undefined && !/^rediss?:\/\//.test(values.redis)) throw new Error(`--redis must be a redis:// or rediss:// URL; got '${values.redis}'`);
+  const sizes: Sizes = {
+    actors: int('actors', 1),
+    rooms: int('rooms', 0),
+    roomMembers: int('room-members', 0, 100_000),
+    lobbies: int('lobbies', 0),
+    lobbyMembers: int('lobby-members', 0, 100_000),
+    shards: int('shards', 0),
+  };
+  return {
+    sizes,
+    rate: int('rate', 0, 1_000_000),
+    timerMs: int('timer-ms', 10, 3_600_000),
+    followMs: int('follow-ms', 10, 600_000),
+    ...(values.redis ? { redis: values.redis } : {}),
+    processes: values.processes,
+    inspect: values.inspect,
+    inspectPort: int('inspect-port', 0, 65535),
+  };
 }
 
 // ── hosts: DemoNode objects in this process, or one child process each ─────────────────────────────────────
@@ -194,8 +188,8 @@ async function pressEnter(prompt: string): Promise<void> {
 
 // ── the run ────────────────────────────────────────────────────────────────────────────────────────────
 
-async function main(): Promise<number> {
-  const flags = parseFlags();
+/** One demo run; resolves with the exit code (0: nothing lost, duplicated or reordered; Relocated; every Shutdown Stopped/None). */
+export async function runDemo(flags: Flags): Promise<number> {
   const { sizes } = flags;
   const prefix = `zlink:demo:${randomBytes(4).toString('hex')}:`;
   const stack = flags.processes ? `Redis + ws, one process per host` : flags.redis ? 'Redis stores, one process' : 'memory stores, one process (embedded default)';
@@ -301,10 +295,23 @@ function termination(r: TerminationResult): string {
   return `${nameOf(TerminationOutcome, r.outcome)}/${nameOf(TerminationReason, r.reason)}`;
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error('demo failed:', error);
-    process.exit(1);
-  },
-);
+if (require.main === module) {
+  let flags: Flags | 'help';
+  try {
+    flags = parseDemoFlags(process.argv.slice(2));
+  } catch (error) {
+    console.error(`demo: ${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    process.exit(2);
+  }
+  if (flags === 'help') {
+    console.log(USAGE);
+    process.exit(0);
+  }
+  runDemo(flags).then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error('demo failed:', error);
+      process.exit(1);
+    },
+  );
+}
