@@ -101,6 +101,8 @@ describe('inspector page in headless Chromium', () => {
     // S4 for the sampled units once the follow window ended (300 ms).
     await waitFor(page, async () => (await page.$$('#unit-samples tbody td[data-point="S4"]:not(:empty)')).length > 0, 'S0–S4 of a sampled unit');
     expect(await dataOf(page, '#unit-samples tbody tr', 'unit')).not.toHaveLength(0);
+    // The source unit machine's sampled actors are those units: their rows carry S0–S4 as well.
+    await waitFor(page, async () => (await page.$$('[data-node="source"] .units table.samples td[data-point="S4"]:not(:empty)')).length > 0, 'S0–S4 beside a sampled unit actor');
 
     // Diagrams drawn from the definitions, current state lit.
     expect(await dataOf(page, '[data-node="source"] figure[data-machine="hostLifecycle"] .state.lit', 'id')).toEqual(['hostLifecycle.Relocated']);

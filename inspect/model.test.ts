@@ -9,7 +9,7 @@ import { RelocationMode, RelocationOutcome, UNIT_CHANGED } from '../runtime';
 import { ALL_TYPES } from '../spec-tests/support/workload';
 import { FAST_TIMING, makeStack, type Stack } from '../spec-tests/support/stack';
 import { diagramOf } from './diagram';
-import { InspectionModel, stateKey, UNTAGGED } from './model';
+import { fnv1a, InspectionModel, stateKey, UNTAGGED } from './model';
 import type { MachineDiagram } from './types';
 
 const UNITS = 60;
@@ -88,19 +88,24 @@ describe('InspectionModel units', () => {
     states: { a: { on: { GO: 'b' } }, b: { initial: 'x', states: { x: { on: { GO: 'y' } }, y: { type: 'final' } }, onDone: 'c' }, c: { type: 'final' } },
   });
 
-  test('state paths, untagged events, and a sample slot reused once its actor has finished', () => {
+  test('state paths, untagged events, and a bottom-k sample of actors by id hash', () => {
     expect(stateKey('a')).toBe('a');
     expect(stateKey({ b: 'x' })).toBe('b.x');
     expect(stateKey({ p: { l: 'a', r: 'b' } })).toBe('p.l.a,p.r.b');
     const model = new InspectionModel({ sampleSize: 2 });
     const actors = Array.from({ length: 5 }, () => createActor(machine, { inspect: model.inspect }).start());
-    actors[0]!.send({ type: 'GO' });
-    actors[0]!.send({ type: 'GO' });
+    for (const a of actors) {
+      a.send({ type: 'GO' });
+      a.send({ type: 'GO' });
+    }
+    actors[4]!.send({ type: 'GO' }); // ignored: already done
     const m = model.view().nodes[0]!;
     expect(m.nodeId).toBe(UNTAGGED);
-    expect(m.machines[0]).toMatchObject({ machine: 'toy', total: 5, live: 4, byState: { a: 4, c: 1 } });
-    expect(m.machines[0]!.samples.map((s) => s.history)).toEqual([['a', 'b.x', 'c'], ['a']]);
-    expect(m.machines[0]!.latest.history).toEqual(['a']);
+    expect(m.machines[0]).toMatchObject({ machine: 'toy', total: 5, live: 0, byState: { c: 5 } });
+    const smallest = actors.map((a) => a.id).sort((x, y) => fnv1a(x) - fnv1a(y)).slice(0, 2);
+    expect(m.machines[0]!.samples.map((s) => s.id)).toEqual(smallest);
+    for (const s of m.machines[0]!.samples) expect(s.history).toEqual(['a', 'b.x', 'c']);
+    expect(m.machines[0]!.latest).toMatchObject({ id: actors[4]!.id, history: ['a', 'b.x', 'c'] });
   });
 
   test('unit samples: two processes seeing the same units in different orders sample the same ones', () => {

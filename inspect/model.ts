@@ -33,10 +33,13 @@ export interface ModelOptions {
   onDiagram?: (diagram: MachineDiagram) => void;
 }
 
-/** A sample slot is given to a newer actor once its holder has been finished this long. */
-const SAMPLE_REFRESH_MS = 3000;
-/** A sampled unit without an event for this long (an earlier relocation) gives its place to a new one. */
-const UNIT_SAMPLE_STALE_MS = 30_000;
+/**
+ * Samples are bottom-k by a hash of the id (actor id, unit id): the same ids are picked whatever the order events
+ * arrive in, so a unit machine's sampled actors are the sampled units of the unit-event stream (their ids are the unit
+ * ids), and processes feeding one inspector pick the same units. A sample finished (or unchanged) this long — an
+ * earlier relocation — makes room first.
+ */
+const SAMPLE_STALE_MS = 30_000;
 const HISTORY = 16;
 /** The latest actor's context is shown only when its JSON is at most this long. */
 const CONTEXT_CHARS = 2000;
@@ -47,6 +50,8 @@ interface Tracked {
   state: string;
   status: string;
   since: number;
+  /** fnv1a(id), for the bottom-k sample. */
+  readonly hash: number;
   /** Kept only while the actor is its machine's latest or in the sample. */
   history?: string[];
 }
@@ -144,7 +149,7 @@ export class InspectionModel {
           live: m.live,
           byState: { ...m.byState },
           latest: { ...sampleOf(m.latest.tracked), ...contextOf(m.latest.ref) },
-          samples: m.samples.map(sampleOf),
+          samples: [...m.samples].sort((a, b) => a.hash - b.hash).map(sampleOf),
         });
       }
       nodes.push({ nodeId: node.nodeId, machines, ...(node.units ? { units: structuredClone(node.units) } : {}) });
@@ -164,7 +169,7 @@ export class InspectionModel {
       const logic = ref.logic;
       if (!isMachineLogic(logic)) return; // promise and callback actors have no states to show
       const machine = this.machine(this.node(nodeId), logic);
-      tracked = { machine, id: ref.id, state: '', status: 'active', since: now, history: [] };
+      tracked = { machine, id: ref.id, state: '', status: 'active', since: now, hash: fnv1a(ref.id), history: [] };
       this.actors.set(ref, tracked);
       machine.total++;
       machine.live++;
@@ -208,34 +213,30 @@ export class InspectionModel {
     return m;
   }
 
-  /** A free slot, or the slot of a sample that finished more than SAMPLE_REFRESH_MS ago. */
+  /** A free slot, else the slot of a sample finished long ago, else that of the largest hash if larger (bottom-k). */
   private offerSample(m: MachineAgg, tracked: Tracked, now: number): void {
     if (this.sampleSize === 0) return;
     if (m.samples.length < this.sampleSize) return void m.samples.push(tracked);
-    const stale = m.samples.findIndex((s) => s.status !== 'active' && now - s.since > SAMPLE_REFRESH_MS);
-    if (stale < 0) return;
-    const [old] = m.samples.splice(stale, 1, tracked);
-    if (old && m.latest?.tracked !== old) old.history = undefined;
+    const victim = pickVictim(m.samples, tracked.hash, (s) => s.status !== 'active' && now - s.since > SAMPLE_STALE_MS);
+    if (victim === undefined) return;
+    const old = m.samples[victim]!;
+    m.samples[victim] = tracked;
+    if (m.latest?.tracked !== old) old.history = undefined;
   }
 
   // ── unit events ───────────────────────────────────────────────────────────────────────────
 
-  /**
-   * Bottom-k by a hash of the unit id: the sample holds the `sampleSize` units with the smallest hashes seen (a
-   * sample untouched for UNIT_SAMPLE_STALE_MS makes room first: an earlier relocation). Deterministic, so the
-   * source's and the target's processes (feeds) sample the same units and the page joins their S0–S4.
-   */
+  /** Bottom-k by unit id hash, like the actor samples (SAMPLE_STALE_MS): the page joins S0–S4 from both sides. */
   private sampleUnit(nodeId: string, e: UnitEventLike): void {
     let u = this.units.get(e.unit);
     if (!u) {
       const hash = fnv1a(e.unit);
       if (this.units.size >= this.sampleSize) {
         const now = Date.now();
-        let victim: MutableUnitSample | undefined;
-        for (const s of this.units.values()) if (now - s.updated > UNIT_SAMPLE_STALE_MS && (!victim || s.hash > victim.hash)) victim = s;
-        if (!victim) for (const s of this.units.values()) if (s.hash > hash && (!victim || s.hash > victim.hash)) victim = s;
-        if (!victim) return;
-        this.units.delete(victim.unit);
+        const samples = [...this.units.values()];
+        const victim = pickVictim(samples, hash, (s) => now - s.updated > SAMPLE_STALE_MS);
+        if (victim === undefined) return;
+        this.units.delete(samples[victim]!.unit);
       }
       u = { unit: e.unit, kind: e.kind, points: {}, updated: 0, hash };
       this.units.set(e.unit, u);
@@ -253,8 +254,17 @@ export class InspectionModel {
   }
 }
 
+/** Index of the sample to replace: the stale one with the largest hash, else the largest hash above `hash`. */
+function pickVictim<T extends { readonly hash: number }>(samples: readonly T[], hash: number, stale: (s: T) => boolean): number | undefined {
+  let victim: number | undefined;
+  for (let i = 0; i < samples.length; i++) if (stale(samples[i]!) && (victim === undefined || samples[i]!.hash > samples[victim]!.hash)) victim = i;
+  if (victim !== undefined) return victim;
+  for (let i = 0; i < samples.length; i++) if (samples[i]!.hash > hash && (victim === undefined || samples[i]!.hash > samples[victim]!.hash)) victim = i;
+  return victim;
+}
+
 /** 32-bit FNV-1a of a string. */
-function fnv1a(text: string): number {
+export function fnv1a(text: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
   return h >>> 0;

@@ -46,7 +46,8 @@
     $('#updated').textContent = `updated ${new Date(view.at).toLocaleTimeString()}`;
     const empty = $('#empty');
     if (empty && view.nodes.length) empty.remove();
-    for (const node of view.nodes) renderNode(node);
+    const units = new Map(view.units.map((u) => [u.unit, u]));
+    for (const node of view.nodes) renderNode(node, units);
     renderUnits(view.units);
   }
 
@@ -71,7 +72,7 @@
     return list.map((s, i) => `<li data-state="${attr(s)}"${i === list.length - 1 && s === current ? ' class="current"' : ''}>${esc(s)}</li>`).join('');
   }
 
-  function renderNode(node) {
+  function renderNode(node, units) {
     const { section, diagrams } = nodeSection(node.nodeId);
     const byId = new Map(node.machines.map((m) => [m.machine, m]));
     const life = byId.get(LIFECYCLE);
@@ -84,7 +85,7 @@
     }
     $('.supervisor', section).innerHTML = supervisorPanel(byId.get(SUPERVISOR));
     $('.shutdown', section).innerHTML = shutdownPanel(byId.get(SHUTDOWN));
-    $('.units', section).innerHTML = unitsPanel(node);
+    $('.units', section).innerHTML = unitsPanel(node, units);
     for (const m of node.machines) {
       const def = defs.get(m.machine);
       if (!def) continue;
@@ -121,7 +122,7 @@
       '<dl class="kv">' +
       `<dt>state</dt><dd><span class="state-badge supervisor-state" data-state="${attr(l.state)}">${esc(l.state)}</span> <span class="muted">${esc(l.status)}</span></dd>` +
       `<dt>batch</dt><dd class="supervisor-batch">${batch ? `${batch[1]} of 3` : '—'}${counts ? ` <span class="muted">(units per batch ${counts.join(' / ')})</span>` : ''}</dd>` +
-      `<dt>target</dt><dd>${c.target ? esc(`${c.target.nodeId} #${c.target.lifecycleGeneration}`) : '—'}</dd>` +
+      `<dt>target</dt><dd>${c.target ? `${esc(c.target.nodeId)} <span class="muted">generation ${esc(c.target.lifecycleGeneration)}</span>` : '—'}</dd>` +
       (c.blockedReason !== undefined ? `<dt>blocked reason</dt><dd>${esc(c.blockedReason)}</dd>` : '') +
       `<dt>path</dt><dd><ol class="history">${history(l.history, l.state)}</ol></dd>` +
       '</dl>'
@@ -148,7 +149,15 @@
     return `<h3>Shutdown steps <small class="muted">${esc(l.status)}</small></h3><ol class="steps">${items}</ol>`;
   }
 
-  function unitsPanel(node) {
+  /** A §8 point of a sampled unit: S0 as a time of day, the others relative to it. */
+  function point(u, p) {
+    if (!u || u.points[p] === undefined) return '';
+    if (p === 'S0') return new Date(u.points.S0).toLocaleTimeString();
+    return u.points.S0 === undefined ? '✓' : `+${u.points[p] - u.points.S0} ms`;
+  }
+  const POINTS = ['S0', 'S1', 'S2', 'S3', 'S4'];
+
+  function unitsPanel(node, units) {
     const machines = node.machines.filter((m) => !SINGLE.has(m.machine));
     let html = '<h3>Unit machines</h3>';
     if (!machines.length) html += '<p class="muted">none on this host yet</p>';
@@ -164,8 +173,15 @@
         html += `<div class="bar${final ? '' : ' live'}" data-state="${attr(s)}"><span class="fill" style="width:${((100 * n) / max).toFixed(1)}%"></span><span class="name">${esc(s)}</span><span class="count">${n}</span></div>`;
       }
       if (m.samples.length) {
-        html += '<table class="samples"><thead><tr><th>sample</th><th>state</th><th>path</th></tr></thead><tbody>';
-        for (const s of m.samples) html += `<tr><td>${esc(s.id)}</td><td>${esc(s.state)}</td><td class="muted path">${esc(s.history.join(' → '))}</td></tr>`;
+        // Actors whose id is a sampled unit's (source unit machines) show that unit's S0–S4 too.
+        const joined = m.samples.some((s) => units.has(s.id));
+        html += `<table class="samples"><thead><tr><th>sample</th><th>state</th><th>path</th>${joined ? POINTS.map((p) => `<th class="num">${p}</th>`).join('') : ''}</tr></thead><tbody>`;
+        for (const s of m.samples) {
+          const u = units.get(s.id);
+          html += `<tr data-sample="${attr(s.id)}"><td class="id">${esc(s.id)}</td><td>${esc(s.state)}</td><td class="muted path">${esc(s.history.join(' → '))}</td>`;
+          if (joined) html += POINTS.map((p) => `<td class="num" data-point="${p}">${point(u, p)}</td>`).join('');
+          html += '</tr>';
+        }
         html += '</tbody></table>';
       }
       html += '</div>';
@@ -199,13 +215,12 @@
   function renderUnits(units) {
     const section = $('#units');
     section.hidden = units.length === 0;
-    const rel = (u, p) => (u.points[p] === undefined ? '' : p === 'S0' ? new Date(u.points.S0).toLocaleTimeString() : u.points.S0 === undefined ? '✓' : `+${u.points[p] - u.points.S0} ms`);
     $('#unit-samples tbody').innerHTML = units
       .map(
         (u) =>
           `<tr data-unit="${attr(u.unit)}"><td>${esc(u.unit)}</td><td>${esc(u.kind)}</td><td>${u.batch ?? ''}</td><td>${esc(u.source || '?')} → ${esc(u.target || '?')}</td>` +
           `<td>${esc(u.sourceState || '')}</td><td>${esc(u.targetState || '')}</td>` +
-          ['S0', 'S1', 'S2', 'S3', 'S4'].map((p) => `<td class="num" data-point="${p}">${rel(u, p)}</td>`).join('') +
+          POINTS.map((p) => `<td class="num" data-point="${p}">${point(u, p)}</td>`).join('') +
           '</tr>',
       )
       .join('');
