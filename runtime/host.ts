@@ -33,6 +33,7 @@ import type { RelocationOptions, RelocationResult, RuntimeStatus, TerminationRes
 import { FrameworkRuntimeState, nameOf, TerminationOutcome, TerminationReason } from '../vocabulary';
 import type { ObjectDefinition } from './definitions';
 import { describeTypes } from './relocation/compatibility';
+import { tagInspection } from './inspection';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -104,6 +105,8 @@ export class Host implements FrameworkRuntime {
   private readonly stopUnitGauge: () => void;
 
   constructor(options: ResolvedRuntimeOptions) {
+    // Every machine actor gets `options.inspect`: wrapped once here so its events carry this host's nodeId.
+    options = options.inspect === undefined ? options : { ...options, inspect: tagInspection(options.inspect, options.nodeId) };
     this.options = options;
     this.nodeId = options.nodeId;
     this.applicationVersion = options.applicationVersion;

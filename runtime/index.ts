@@ -48,6 +48,7 @@ export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, R
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED, type HostEventName, type HostEventListener } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from './relocation/events';
+export type { NodeInspectionEvent } from './inspection';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores, REDIS_STORE_DEFAULTS, MEMORY_STORE_DEFAULTS, LeaseHeldError } from '../stores';
 export type { RedisStoresOptions, MemoryStoresOptions, MemoryStores } from '../stores';

@@ -61,7 +61,11 @@ export interface RuntimeOptions {
   timing?: Partial<Timing>;
   /** @default 16 MiB */
   inFlightPayloadBudgetBytes?: number;
-  /** @statelyai/inspect observer (`createWebSocketInspector().inspect` or similar); passed to every machine actor. */
+  /**
+   * xstate inspection observer (a function or `{ next }`), e.g. `(await createInspector({ port: 0 })).inspect` from
+   * `zlink/inspect`; passed to every machine actor of the host. Each event it receives carries the host's `nodeId`
+   * (runtime/inspection.ts), so several hosts can share one observer.
+   */
   inspect?: unknown;
   /** Time source; tests pass xstate's SimulatedClock. @default the system clock */
   clock?: Clock;

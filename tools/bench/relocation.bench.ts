@@ -4,10 +4,14 @@
  * Relocate call's total time, S0→S1 per unit (source stop time, §8) p50/p99, and the share of process CPU.
  * Stacks: memory (memory stores + in-process transport) or redis (real Redis + ws on loopback), both hosts in
  * this process, so the CPU figure covers source and target together.
+ * `--inspect`: both hosts report to one `createInspector()` (both watched for unit events) and a WebSocket client
+ * reads its page stream throughout, as an open inspector tab would — the inspector's cost on a relocation.
  */
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import Redis from 'ioredis';
+import WebSocket from 'ws';
+import { createInspector, type Inspector } from '../../inspect';
 import {
   createRuntime,
   defineActor,
@@ -29,7 +33,9 @@ const { values } = parseArgs({
     url: { type: 'string', default: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
     /** inFlightPayloadBudgetBytes of the source (default: the runtime's 16 MiB). */
     budget: { type: 'string' },
+    inspect: { type: 'boolean', default: false },
   },
+  strict: true,
 });
 const budget = values.budget === undefined ? undefined : Number(values.budget);
 const actors = Number(values.actors);
@@ -47,7 +53,29 @@ const Counter = defineActor<{ n: number; pad: string }>({
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-async function once(run: number): Promise<{ totalMs: number; p50: number; p99: number; cpuShare: number }> {
+/** An inspector with a page client attached (counts the messages the page would get). */
+async function inspectorWithPage(): Promise<{ inspector: Inspector; messages: () => number; close(): Promise<void> }> {
+  const inspector = await createInspector({ port: 0 });
+  const ws = new WebSocket(`${inspector.url.replace('http', 'ws')}ws`);
+  let messages = 0;
+  ws.on('message', () => messages++);
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return {
+    inspector,
+    messages: () => messages,
+    async close() {
+      ws.terminate();
+      await inspector.close();
+    },
+  };
+}
+
+async function once(run: number): Promise<{ totalMs: number; p50: number; p99: number; cpuShare: number; pageMessages?: number }> {
+  const inspection = values.inspect ? await inspectorWithPage() : undefined;
+  const inspect = inspection ? { inspect: inspection.inspector.inspect } : {};
   const prefix = `zlink:bench:reloc:${randomBytes(4).toString('hex')}:`;
   const stores = values.stack === 'redis' ? redisStores({ url: values.url!, keyPrefix: prefix }) : memoryStores();
   const meshes = values.stack === 'redis' ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }];
@@ -62,9 +90,11 @@ async function once(run: number): Promise<{ totalMs: number; p50: number; p99: n
       types: [Counter],
       timing,
       ...(budget ? { inFlightPayloadBudgetBytes: budget } : {}),
+      ...inspect,
     });
-    const target = await createRuntime({ nodeId: `dst-${run}`, applicationVersion: 1, stores, meshes, types: [Counter], timing });
+    const target = await createRuntime({ nodeId: `dst-${run}`, applicationVersion: 1, stores, meshes, types: [Counter], timing, ...inspect });
     hosts.push(source, target);
+    for (const h of hosts) inspection?.inspector.watch(h);
     for (let i = 0; i < actors; i += 500) {
       await Promise.all(Array.from({ length: Math.min(500, actors - i) }, (_, j) => source.createActor('Counter', `c-${i + j}`)));
     }
@@ -82,8 +112,10 @@ async function once(run: number): Promise<{ totalMs: number; p50: number; p99: n
     if (result.outcome !== 0) throw new Error(`relocation blocked with reason ${result.reason}`);
     if (stops.length !== actors) throw new Error(`expected ${actors} S1 points, got ${stops.length}`);
     stops.sort((a, b) => a - b);
-    return { totalMs, p50: pct(stops, 50), p99: pct(stops, 99), cpuShare: (cpu.user + cpu.system) / 1000 / totalMs };
+    const pageMessages = inspection?.messages();
+    return { totalMs, p50: pct(stops, 50), p99: pct(stops, 99), cpuShare: (cpu.user + cpu.system) / 1000 / totalMs, ...(pageMessages !== undefined ? { pageMessages } : {}) };
   } finally {
+    await inspection?.close();
     for (const h of hosts) await h.shutdown({ deadlineMs: 10_000 });
     await stores.close();
     if (values.stack === 'redis') {
@@ -99,11 +131,16 @@ async function main(): Promise<void> {
   for (let run = 0; run < runs; run++) {
     const r = await once(run);
     results.push(r);
-    console.log(`run ${run + 1}: total ${r.totalMs.toFixed(0)} ms, S0→S1 p50 ${r.p50} ms p99 ${r.p99} ms, CPU ${(r.cpuShare * 100).toFixed(0)}% of one core`);
+    console.log(
+      `run ${run + 1}: total ${r.totalMs.toFixed(0)} ms, S0→S1 p50 ${r.p50} ms p99 ${r.p99} ms, CPU ${(r.cpuShare * 100).toFixed(0)}% of one core ` +
+        `(${(r.cpuShare * r.totalMs).toFixed(0)} ms CPU)` +
+        (r.pageMessages !== undefined ? `, ${r.pageMessages} page messages` : ''),
+    );
   }
   console.log(
-    `${values.stack}, ${actors} actors, budget ${budget ?? '16 MiB'}, median of ${runs}: total ${median(results.map((r) => r.totalMs)).toFixed(0)} ms, ` +
+    `${values.stack}, ${actors} actors, budget ${budget ?? '16 MiB'}${values.inspect ? ', inspector attached' : ''}, median of ${runs}: total ${median(results.map((r) => r.totalMs)).toFixed(0)} ms, ` +
       `S0→S1 p50 ${median(results.map((r) => r.p50))} ms, p99 ${median(results.map((r) => r.p99))} ms, ` +
+      `CPU ${median(results.map((r) => r.cpuShare * r.totalMs)).toFixed(0)} ms, ` +
       `${(actors / (median(results.map((r) => r.totalMs)) / 1000)).toFixed(0)} actors/s`,
   );
 }
