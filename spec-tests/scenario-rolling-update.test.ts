@@ -18,6 +18,9 @@ const SHARDS = 20;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Due well after the move even on a loaded 2-core CI machine (a 3 s due time fired on the source when it took longer). */
+const TIMER_DUE_MS = 8000;
+
 describe.each(STACKS)('RollingUpdate scenario on %s', (stackName) => {
   test('every message exactly once and in order, state preserved, timers fire once on the target', async () => {
     const stack = await makeStack(stackName);
@@ -50,9 +53,9 @@ describe.each(STACKS)('RollingUpdate scenario on %s', (stackName) => {
         refs.push({ spot: `shard-${i}` });
       }
       // Timers that are due after the move: they must fire once, on the target.
-      await source.request({ actor: 'counter-0' }, { op: 'timer', name: 'once', dueMs: 3000 });
-      await source.request({ spot: 'room-1' }, { op: 'timer', name: 'once', dueMs: 3000 });
-      await source.request({ spot: 'shard-0' }, { op: 'timer', name: 'once', dueMs: 3000 });
+      await source.request({ actor: 'counter-0' }, { op: 'timer', name: 'once', dueMs: TIMER_DUE_MS });
+      await source.request({ spot: 'room-1' }, { op: 'timer', name: 'once', dueMs: TIMER_DUE_MS });
+      await source.request({ spot: 'shard-0' }, { op: 'timer', name: 'once', dueMs: TIMER_DUE_MS });
 
       // The peer reaches everything before traffic starts.
       await eventually(async () => (await peer.request({ actor: 'counter-1' }, { op: 'where' }).catch(() => '')) === 'source', 5000, 'peer connected');
@@ -97,7 +100,7 @@ describe.each(STACKS)('RollingUpdate scenario on %s', (stackName) => {
       expect(problems).toEqual([]);
 
       for (const ref of refs) expect((await source.locate(ref))?.nodeId).toBe('target');
-      await eventually(async () => (await ledger({ actor: 'counter-0' })).ticks.length === 1, 6000, 'timer');
+      await eventually(async () => (await ledger({ actor: 'counter-0' })).ticks.length === 1, TIMER_DUE_MS + 5000, 'timer');
       await sleep(200);
       for (const ref of [{ actor: 'counter-0' }, { spot: 'room-1' }, { spot: 'shard-0' }] as ObjectRef[]) {
         expect((await ledger(ref)).ticks).toEqual([{ name: 'once', node: 'target' }]);
