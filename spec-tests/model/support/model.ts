@@ -172,6 +172,11 @@ export interface GenerateOptions<TEvent extends EventObject> {
   simplePaths?: boolean;
   /** Every admissible candidate, not only a covering set (small machines: each way through is run). @default false */
   all?: boolean;
+  /**
+   * What the chosen set must cover besides every transition: `edges` also takes every event in every state value
+   * it is taken in (a deadline while each step is running, not only in one). @default 'transitions'
+   */
+  cover?: 'transitions' | 'edges';
 }
 
 const isDone = (s: AnyMachineSnapshot) => s.status === 'done';
@@ -245,7 +250,10 @@ export function generatePaths<TEvent extends EventObject>(machine: AnyStateMachi
   const scored = [...candidates.values()]
     .map((events) => {
       const path = replay(machine, events, options.input);
-      return { path, keys: new Set(path.steps.flatMap((s) => s.transitions)) };
+      const keys = new Set(path.steps.flatMap((s) => s.transitions));
+      if (options.cover === 'edges')
+        path.steps.forEach((s, i) => keys.add(`edge:${JSON.stringify((i === 0 ? path.initial : path.steps[i - 1]!.snapshot).value)}|${s.event.type}`));
+      return { path, keys };
     })
     .sort((a, b) => a.path.steps.length - b.path.steps.length || a.path.name.localeCompare(b.path.name));
   if (options.all) {

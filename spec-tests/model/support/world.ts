@@ -22,7 +22,7 @@ import {
   type Stores,
 } from '../../../runtime';
 import type { ObjectDefinition } from '../../../runtime/definitions';
-import type { CasRequest, CasResult, ClaimRequest, NodeDescriptor, NodeRef, RemoveRequest } from '../../../stores/types';
+import type { CasRequest, CasResult, ClaimRequest, NodeDescriptor, NodeRef, ObjectId, RemoveRequest } from '../../../stores/types';
 import { createTransport } from '../../../transport';
 import type { RuntimeMessage, Transport, TransportFactory } from '../../../transport/types';
 
@@ -71,8 +71,8 @@ export interface StoreHooks {
   renew?: () => boolean | undefined;
   publish?: (descriptor: NodeDescriptor) => Promise<void> | void;
   list?: () => Promise<void> | void;
-  /** Called synchronously: a throw here is a store whose release throws at the call (a defect, not a rejection). */
-  release?: () => void;
+  release?: () => Promise<void> | void;
+  get?: (object: ObjectId) => Promise<void> | void;
   claim?: (request: ClaimRequest) => Promise<void> | void;
   remove?: (request: RemoveRequest) => Promise<void> | void;
   /** Replaces the results of a casMany (undefined: the real call). */
@@ -102,8 +102,8 @@ export function hookedStores(inner: Stores, hooks: StoreHooks): Stores {
         await hooks.publish?.(descriptor);
         return d.publish(lease, descriptor);
       },
-      release: (lease) => {
-        hooks.release?.();
+      release: async (lease) => {
+        await hooks.release?.();
         return d.release(lease);
       },
       list: async () => {
@@ -112,7 +112,10 @@ export function hookedStores(inner: Stores, hooks: StoreHooks): Stores {
       },
     },
     location: {
-      get: (o) => l.get(o),
+      get: async (o) => {
+        await hooks.get?.(o);
+        return l.get(o);
+      },
       getMany: (o) => l.getMany(o),
       claim: async (request) => {
         await hooks.claim?.(request);
