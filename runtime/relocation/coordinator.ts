@@ -368,13 +368,15 @@ export class RelocationCoordinator {
   }
 
   /**
-   * §13: every attempted descriptor goes back to Serving. An unconfirmed rollback is remembered (it ends the host in
+   * §13: every attempted descriptor goes back to Serving (to Draining when a Shutdown came meanwhile). An unconfirmed rollback is remembered (it ends the host in
    * bounded teardown) and rejects this step (the machine's rollingBack onError; Blocked/StoreUnavailable either way).
    */
   private async rollbackIntent(): Promise<void> {
     let confirmed = false;
+    // A Shutdown that came meanwhile published Draining (§14 step 2): the rollback never advertises Serving again.
+    const state = this.host.state === FrameworkRuntimeState.Draining ? FrameworkRuntimeState.Draining : FrameworkRuntimeState.Serving;
     try {
-      confirmed = await this.host.publishDescriptor(FrameworkRuntimeState.Serving);
+      confirmed = await this.host.publishDescriptor(state);
     } catch (error) {
       this.host.log('error', 'descriptor rollback to Serving could not be confirmed', error);
     }
