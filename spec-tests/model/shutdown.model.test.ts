@@ -166,7 +166,7 @@ modelSuite(
     input: { deadlineMs: DEADLINE_MS },
     cover: 'edges',
     // The seal (step 1) is synchronous: nothing holds the machine in `sealing`, so the deadline cannot pass there.
-    admissible: (events) => !eventName(events[0]!).startsWith('after('),
+    admissible: (path) => !eventName(path.events[0]!).startsWith('after('),
   }),
   driver,
 );

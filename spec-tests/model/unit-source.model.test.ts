@@ -77,7 +77,8 @@ const driver: Driver<SourceWorld> = {
     // A turn that lasts until the test opens `safe`: the unit waits for this safe point.
     w.keep(w.source.request({ actor: 'u' }, { op: 'hold', gate: 'safe' }, { timeoutMs: 60_000 }));
     w.relocation = w.keep(w.source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: DEADLINE_MS }));
-    await until(() => w.recorder.subject !== undefined, 'the unit machine');
+    // (The target search reads descriptors on the source's clock.)
+    await until(() => w.recorder.subject !== undefined, 'the unit machine', undefined, () => w.recorder.subject === undefined && w.clock.increment(MODEL_TIMING.discoveryIntervalMs));
     return w;
   },
 

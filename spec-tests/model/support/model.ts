@@ -150,10 +150,11 @@ export function replay(machine: AnyStateMachine, events: readonly EventObject[],
 export function eventName(event: EventObject): string {
   const t = event.type;
   const m = /^xstate\.(done|error)\.actor\.(?:\d+\.)?(?:.*\.)?([^.]+)$/.exec(t);
-  let name = m ? `${m[1]}(${m[2]})` : t.startsWith('xstate.after.') ? `after(${t.split('.')[2]})` : t;
-  const extra = Object.entries(event).filter(([k]) => k !== 'type' && k !== 'error');
-  if (extra.length) name += JSON.stringify(Object.fromEntries(extra));
-  return name;
+  const name = m ? `${m[1]}(${m[2]})` : t.startsWith('xstate.after.') ? `after(${t.split('.')[2]})` : t;
+  // Data that picks a branch (guards) or names a result; other outputs (a target, counts) are left out.
+  const data = { ...event, ...((event as { output?: object }).output ?? {}) } as Record<string, unknown>;
+  const shown = ['kind', 'hasUnits', 'batch', 'failure', 'reason'].filter((k) => data[k] !== undefined).map((k) => `${k}=${String(data[k])}`);
+  return shown.length ? `${name}{${shown.join(',')}}` : name;
 }
 
 export interface GenerateOptions<TEvent extends EventObject> {
@@ -167,7 +168,7 @@ export interface GenerateOptions<TEvent extends EventObject> {
    * generated path that is not admissible is dropped, and the transitions it would have covered must come from
    * another generated path.
    */
-  admissible?: (events: readonly EventObject[]) => boolean;
+  admissible?: (path: ModelPath) => boolean;
   /** getSimplePaths to final states is also used as a source of candidates. @default true */
   simplePaths?: boolean;
   /** Every admissible candidate, not only a covering set (small machines: each way through is run). @default false */
@@ -207,7 +208,7 @@ export function generatePaths<TEvent extends EventObject>(machine: AnyStateMachi
   const add = (events: readonly EventObject[]) => {
     const path = replay(machine, events, options.input);
     if (path.steps.length === 0 || !isDone(path.steps[path.steps.length - 1]!.snapshot)) return;
-    if (options.admissible && !options.admissible(events)) return;
+    if (options.admissible && !options.admissible(path)) return;
     candidates.set(JSON.stringify(events), events);
   };
   if (options.simplePaths !== false)
