@@ -32,7 +32,7 @@ import {
   type RuntimeStatus,
   type TerminationResult,
 } from '../../runtime';
-import { hostLifecycleMachine, type HostLifecycleStateName } from '../../machines/host-lifecycle.machine';
+import { hostLifecycleMachine, type HostLifecycleStateName } from '../../machines';
 import { generatePaths } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';
 import { MODEL_TIMING, until, World } from './support/world';

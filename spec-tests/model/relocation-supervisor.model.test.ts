@@ -40,7 +40,7 @@ import {
   type RelocationResult,
   type RuntimeStatus,
 } from '../../runtime';
-import { relocationSupervisorMachine, type PreflightOutput, type SupervisorOutput } from '../../machines/relocation-supervisor.machine';
+import { relocationSupervisorMachine, type PreflightOutput, type SupervisorOutput } from '../../machines';
 import type { EventObject } from 'xstate';
 import { eventName, generatePaths, type ModelPath } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';

@@ -22,7 +22,7 @@
  */
 import { SimulatedClock, TERMINATION_CHANGED, AdmissionError, FrameworkRuntimeState, RelocationMode, RelocationOutcome, RelocationReason } from '../../runtime';
 import type { FrameworkRuntime, RuntimeStatus, TerminationResult } from '../../runtime';
-import { shutdownMachine } from '../../machines/shutdown.machine';
+import { shutdownMachine } from '../../machines';
 import { eventName, generatePaths, type ModelPath } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';
 import { storeDown, until, World } from './support/world';

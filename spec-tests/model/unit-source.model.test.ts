@@ -26,7 +26,7 @@ import {
   type RelocationResult,
   type UnitEvent,
 } from '../../runtime';
-import { unitSourceMachine } from '../../machines/unit-source.machine';
+import { unitSourceMachine } from '../../machines';
 import { generatePaths, type ModelPath } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';
 import { MODEL_TIMING, until, World } from './support/world';

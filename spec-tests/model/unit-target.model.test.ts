@@ -12,7 +12,7 @@
  *   COMMIT_FAILED       the target's Location Store answers the CAS with a conflict (another owner changed the record)
  */
 import { FrameworkRuntimeState, RelocationMode, SimulatedClock, UNIT_CHANGED, type FrameworkRuntime, type RelocationDiagnostics, type UnitEvent } from '../../runtime';
-import { unitTargetMachine } from '../../machines/unit-target.machine';
+import { unitTargetMachine } from '../../machines';
 import { generatePaths, type ModelPath } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';
 import { MODEL_TIMING, until, World } from './support/world';
