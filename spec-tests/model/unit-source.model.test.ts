@@ -78,7 +78,9 @@ const driver: Driver<SourceWorld> = {
     w.keep(w.source.request({ actor: 'u' }, { op: 'hold', gate: 'safe' }, { timeoutMs: 60_000 }));
     w.relocation = w.keep(w.source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: DEADLINE_MS }));
     // (The target search reads descriptors on the source's clock.)
-    await until(() => w.recorder.subject !== undefined, 'the unit machine', undefined, () => w.recorder.subject === undefined && w.clock.increment(MODEL_TIMING.discoveryIntervalMs));
+    await until(() => w.recorder.subject !== undefined, 'the unit machine', undefined, () => {
+      if (w.recorder.subject === undefined) w.clock.increment(MODEL_TIMING.discoveryIntervalMs);
+    });
     return w;
   },
 

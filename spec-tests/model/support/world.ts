@@ -172,7 +172,7 @@ export const MODEL_TIMING = {
   discoveryIntervalMs: 20,
   messageFollowDurationMs: 5_000,
   relocationCutoverWaitTimeoutMs: 1_000,
-  restoreValidityMs: 10_000,
+  restoreValidityMs: 60_000,
   // The memory stores expire leases on real time: long enough that a simulated host never loses its lease by itself.
   leaseMs: 60_000,
 };
@@ -288,11 +288,13 @@ export class World {
    * Awaits `promise` while letting simulated hosts discover and connect (their clocks move by one discovery
    * interval per turn); real hosts move on their own.
    */
-  async nudging<T>(promise: Promise<T>, step = MODEL_TIMING.discoveryIntervalMs): Promise<T> {
+  async nudging<T>(promise: Promise<T>, step = MODEL_TIMING.discoveryIntervalMs, ms = 15_000): Promise<T> {
     let done = false;
     const result = promise.finally(() => (done = true));
     result.catch(() => undefined);
+    const end = Date.now() + ms;
     while (!done) {
+      if (Date.now() > end) throw new Error(`still waiting after ${ms} ms (real time)`);
       await sleep(2);
       if (!done) this.advance(step);
     }
