@@ -57,10 +57,6 @@ export class Recorder<S = unknown> {
     return undefined;
   }
 
-  get last(): SnapshotSeen<S> | undefined {
-    return this.snapshots[this.snapshots.length - 1];
-  }
-
   /**
    * Waits until the actor under test took exactly `expected` next. `onPoll` may move simulated time while waiting
    * (only where the step's stimulus is time passing on that host).
