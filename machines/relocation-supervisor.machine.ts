@@ -57,7 +57,7 @@ export interface SupervisorInput {
   readonly deadlineMs: number;
 }
 
-interface SupervisorContext {
+export interface SupervisorContext {
   deadlineMs: number;
   target?: NodeRef;
   counts?: UnitCounts;

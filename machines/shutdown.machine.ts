@@ -14,7 +14,7 @@ export interface ShutdownInput {
   deadlineMs: number;
 }
 
-interface ShutdownContext {
+export interface ShutdownContext {
   deadlineMs: number;
   teardownFailed: boolean;
   deadlineExceeded: boolean;

@@ -27,7 +27,7 @@ export type UnitTargetEvent =
   | { type: 'COMMITTED' } // Location Store CAS applied for every unit: this node owns them
   | { type: 'COMMIT_FAILED' }; // the CAS failed for good (conflict, or restore validity ended)
 
-interface UnitTargetContext {
+export interface UnitTargetContext {
   fellBack: boolean;
 }
 

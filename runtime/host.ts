@@ -367,8 +367,11 @@ export class Host implements FrameworkRuntime {
     this.discoveryTimer = this.clock.setTimeout(() => void this.discover().finally(() => this.scheduleDiscovery()), this.options.timing.discoveryIntervalMs);
   }
 
-  /** Automatic discovery: peers come from Store descriptors (§4 topology). */
-  async discover(): Promise<NodeDescriptor[]> {
+  /**
+   * Automatic discovery: peers come from Store descriptors (§4 topology). A failed read keeps the last snapshot;
+   * with `failOnError` (the target search of a Relocate, §13 "Store read … fails") it rejects instead.
+   */
+  async discover(failOnError = false): Promise<NodeDescriptor[]> {
     try {
       const list = await this.stores.descriptors.list();
       this.descriptorSnapshot = list;
@@ -378,6 +381,7 @@ export class Host implements FrameworkRuntime {
       return list;
     } catch (error) {
       this.logger.warn({ err: error }, 'descriptor discovery failed');
+      if (failOnError) throw error;
       return this.descriptorSnapshot;
     }
   }
@@ -651,14 +655,16 @@ export class Host implements FrameworkRuntime {
         error: (error) => {
           // The machine handles every step's error; this is a defect, still a bounded terminal.
           this.logger.error({ err: error }, 'shutdown machine failed; forcing teardown');
-          void this.forceTeardown().finally(() => {
-            const result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed } as const;
-            this.terminalPatch = { lastTermination: result };
-            this.transition('CLEANUP_COMPLETE');
-            telemetry.termination(result);
-            stopped(result);
-            resolve(result);
-          });
+          void this.forceTeardown()
+            .catch((teardownError: unknown) => this.logger.error({ err: teardownError }, 'force teardown after a shutdown machine failure'))
+            .finally(() => {
+              const result = { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.TeardownFailed } as const;
+              this.terminalPatch = { lastTermination: result };
+              this.transition('CLEANUP_COMPLETE');
+              telemetry.termination(result);
+              stopped(result);
+              resolve(result);
+            });
         },
       });
       actor.start();
@@ -708,14 +714,25 @@ export class Host implements FrameworkRuntime {
     this.router.close();
     const lease = this.lease;
     this.lease = undefined;
-    // Each wait is bounded, and its timer cleared once the wait is over, so nothing keeps the process alive.
-    const bounded = async <T>(p: Promise<T> | undefined): Promise<void> => {
+    // Each release is attempted whatever the others do (one that throws at the call does not keep the transport
+    // open); each wait is bounded, and its timer cleared once the wait is over, so nothing keeps the process alive.
+    // What failed is reported once everything was attempted (the machine's forcing onError: still `done`).
+    const failures: unknown[] = [];
+    const bounded = async (start: () => Promise<unknown> | undefined): Promise<void> => {
+      let p: Promise<unknown> | undefined;
+      try {
+        p = start();
+      } catch (error) {
+        failures.push(error);
+        return;
+      }
       let timer: unknown;
-      await Promise.race([p?.catch(() => undefined), new Promise<void>((r) => (timer = this.clock.setTimeout(r, 1000)))]);
+      await Promise.race([p?.catch((error: unknown) => void failures.push(error)), new Promise<void>((r) => (timer = this.clock.setTimeout(r, 1000)))]);
       this.clock.clearTimeout(timer);
     };
-    await Promise.all([bounded(lease ? this.stores.descriptors.release(lease) : undefined), bounded(this.transport?.close())]);
+    await Promise.all([bounded(() => (lease ? this.stores.descriptors.release(lease) : undefined)), bounded(() => this.transport?.close())]);
     this.objects.releaseAll();
+    if (failures.length) throw new AggregateError(failures, 'force teardown could not release everything');
   }
 }
 

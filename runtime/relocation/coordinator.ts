@@ -335,13 +335,12 @@ export class RelocationCoordinator {
     const host = this.host;
     // §4 first row: accepted creations, joins, placements and inbound units finish first, so `hasUnits` counts them.
     await this.settleAccepted();
-    try {
-      await host.stores.ping();
-      if (!host.lease || !(await host.stores.descriptors.renew(host.lease, host.options.timing.leaseMs)))
-        return { kind: 'blocked', reason: RelocationReason.StoreUnavailable };
-    } catch {
+    // §13 "Store read, write, or owner lease check fails": a Store that does not answer rejects this step and the
+    // supervisor machine ends the operation Blocked/StoreUnavailable (its preflight onError); a lease found gone is
+    // an answer, the same reason.
+    await host.stores.ping();
+    if (!host.lease || !(await host.stores.descriptors.renew(host.lease, host.options.timing.leaseMs)))
       return { kind: 'blocked', reason: RelocationReason.StoreUnavailable };
-    }
     for (const o of host.objects.values()) if (o.def.relocation.kind === 'disable') return { kind: 'blocked', reason: RelocationReason.RelocationDisabled };
     if (host.transport?.hasManualPeers()) return { kind: 'blocked', reason: RelocationReason.ManualTopologyUnsupported };
     return { kind: 'ready', hasUnits: host.objects.size > 0 };
@@ -357,7 +356,8 @@ export class RelocationCoordinator {
   private async awaitTarget(options: ParsedRelocationOptions, signal: AbortSignal): Promise<NodeRef> {
     const host = this.host;
     for (;;) {
-      const descriptors = await host.discover();
+      // §13: a descriptor read that fails while waiting rejects (the machine's awaitTarget onError, StoreUnavailable).
+      const descriptors = await host.discover(true);
       const selection = selectTarget({
         source: { ...host.self, maintenanceWave: host.options.maintenanceWave },
         targetApplicationVersion: options.targetApplicationVersion,
@@ -380,10 +380,14 @@ export class RelocationCoordinator {
    * so the inventory fixed next holds all of it. The deadline or a Shutdown ends this wait (supervisor machine).
    */
   private async closeAdmission(): Promise<AdmissionClosed> {
+    const host = this.host;
     // A second pass (after a late target search) finds the host already Relocating: the transition is a no-op.
-    this.host.transition('RELOCATE_INTENT_PUBLISHED');
+    // A host that left Serving meanwhile (its owner lease was lost while it waited for a target: Error) cannot close
+    // admission for Relocating: this step fails and the machine rolls the intent back (closingAdmission onError).
+    if (!host.transition('RELOCATE_INTENT_PUBLISHED') && host.state !== FrameworkRuntimeState.Relocating)
+      throw new Error(`admission was not closed for Relocating: the host is ${nameOf(FrameworkRuntimeState, host.state)}`);
     await this.settleAccepted();
-    return { hasUnits: this.host.objects.size > 0 };
+    return { hasUnits: host.objects.size > 0 };
   }
 
   /** Admissions (ObjectServer in-flight work) and inbound units (target units) accepted so far have settled. */
@@ -415,14 +419,22 @@ export class RelocationCoordinator {
     return { batch1: b1.length, batch2: b2.length, batch3: b3.length };
   }
 
-  /** §13: every attempted descriptor goes back to Serving; an unconfirmed rollback is remembered. */
+  /**
+   * §13: every attempted descriptor goes back to Serving (to Draining when a Shutdown came meanwhile). An unconfirmed rollback is remembered (it ends the host in
+   * bounded teardown) and rejects this step (the machine's rollingBack onError; Blocked/StoreUnavailable either way).
+   */
   private async rollbackIntent(): Promise<void> {
+    let confirmed = false;
+    // A Shutdown that came meanwhile published Draining (§14 step 2): the rollback never advertises Serving again.
+    const state = this.host.state === FrameworkRuntimeState.Draining ? FrameworkRuntimeState.Draining : FrameworkRuntimeState.Serving;
     try {
-      if (!(await this.host.publishDescriptor(FrameworkRuntimeState.Serving))) this.rollbackUnconfirmed = true;
+      confirmed = await this.host.publishDescriptor(state);
     } catch (error) {
       this.host.logger.error({ err: error }, 'descriptor rollback to Serving could not be confirmed');
-      this.rollbackUnconfirmed = true;
     }
+    if (confirmed) return;
+    this.rollbackUnconfirmed = true;
+    throw new Error('the descriptor rollback to Serving could not be confirmed');
   }
 
   // ── source units ────────────────────────────────────────────────────────────────────────
