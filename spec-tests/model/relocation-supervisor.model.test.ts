@@ -45,6 +45,7 @@ import type { EventObject } from 'xstate';
 import { eventName, generatePaths, type ModelPath } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';
 import { MODEL_TIMING, storeDown, tick, until, World } from './support/world';
+import { statePath } from '../../runtime/state-path';
 
 const DEADLINE_MS = 600_000;
 const PM = RelocationMode.PlannedMaintenance;
@@ -217,7 +218,7 @@ const driver: Driver<SupervisorWorld> = {
     w.relocation = w.keep(w.source.relocate({ mode: PM, deadlineMs: DEADLINE_MS }));
     await until(() => w.gate('ping').reached > 0, 'preflight at its Store check');
     const seen = w.recorder.seen('preflight')?.surface;
-    expect(seen?.diagnostics.operation?.phase).toBe('"preflight"');
+    expect(seen?.diagnostics.operation?.phase).toBe('preflight');
     expect(seen?.status.state).toBe(FrameworkRuntimeState.Serving);
     return w;
   },
@@ -297,7 +298,7 @@ const driver: Driver<SupervisorWorld> = {
             : FrameworkRuntimeState.Relocating;
     if (name !== 'relocated' && name !== 'blocked' && seen) {
       // The operation's phase in diagnostics() is the supervisor's state; the host's state follows §3.
-      expect(seen.diagnostics.operation?.phase).toBe(JSON.stringify(value));
+      expect(seen.diagnostics.operation?.phase).toBe(statePath(value));
       expect(seen.status.state).toBe(hostState());
     }
     const batch = currentBatch(value);
