@@ -33,9 +33,6 @@ export interface UnitPoolOwner extends FollowWindow {
   closeRelocatedOut(spot: Hosted, onClosing: SpotDefinition['onClosing']): void;
 }
 
-/** Unit actors started per turn of a batch (all of them start; this only spreads the creation over turns). */
-const START_CHUNK = 1024;
-
 export class UnitPool {
   private stopping = false;
   private readonly live = new Set<SourceUnit>();
@@ -75,59 +72,35 @@ export class UnitPool {
       queueMicrotask(finish);
       return;
     }
-    const settled = (plan: UnitPlan, failed?: RelocationReason) => {
-      if (failed !== undefined) failure ??= failed;
-      else if (plan.kind === 'perActorShell') this.movedShells.push(plan);
-      if (--remaining === 0) finish();
-    };
-    // Every unit of the batch starts (no cap on concurrent units, §7), but a chunk per turn: creating 100k unit
-    // actors in one loop stalled the source's event loop for seconds before the first seal (issue [6/10]).
-    let next = 0;
-    const startChunk = (): void => {
-      const end = Math.min(plans.length, next + START_CHUNK);
-      for (; next < end && !this.stopping; next++) {
-        const plan = plans[next]!;
-        plans[next] = undefined as never; // started: the pool holds nothing of it (see `batches`)
-        this.startUnit(plan, target, parent, settled);
-      }
-      if (next === plans.length) return;
-      if (!this.stopping) return void setImmediate(startChunk);
-      // §8: after the deadline (or on Shutdown) the units not started yet never start.
-      const notStarted = plans.length - next;
-      next = plans.length;
-      failure ??= RelocationReason.DeadlineExceeded;
-      remaining -= notStarted;
-      if (remaining === 0) finish();
-    };
-    startChunk();
-  }
-
-  private startUnit(plan: UnitPlan, target: NodeRef, parent: AnyActorRef, settled: (plan: UnitPlan, failed?: RelocationReason) => void): void {
-    const unit = new SourceUnit(this.coord.outbound, this.coord, plan, target, this.sealGate);
-    // Clock and inspect observer come from the parent's system.
-    const actor = createActor(this.coord.sourceMachine, { parent, id: plan.id });
-    unit.actor = actor;
-    this.coord.registerSource(actor, unit);
-    this.live.add(unit);
-    const settle = (failed?: RelocationReason) => {
-      subscription.unsubscribe();
-      this.live.delete(unit);
-      this.coord.unregisterSource(actor, unit);
-      settled(plan, failed);
-    };
-    const subscription = actor.subscribe({
-      next: (snapshot) => {
-        if (DETACHED_STATES.has(snapshot.value)) return settle();
-        if (snapshot.status !== 'done') return;
-        const output = snapshot.output as UnitSourceOutput;
-        settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
-      },
-      error: (error) => {
-        this.coord.outbound.logger.error({ unit: plan.id, err: error }, 'relocation unit machine failed');
-        settle(RelocationReason.RelocationFailed);
-      },
-    });
-    actor.start();
+    for (const plan of plans) {
+      const unit = new SourceUnit(this.coord.outbound, this.coord, plan, target, this.sealGate);
+      // Clock and inspect observer come from the parent's system.
+      const actor = createActor(this.coord.sourceMachine, { parent, id: plan.id });
+      unit.actor = actor;
+      this.coord.registerSource(actor, unit);
+      this.live.add(unit);
+      const settle = (failed?: RelocationReason) => {
+        subscription.unsubscribe();
+        this.live.delete(unit);
+        this.coord.unregisterSource(actor, unit);
+        if (failed !== undefined) failure ??= failed;
+        else if (plan.kind === 'perActorShell') this.movedShells.push(plan);
+        if (--remaining === 0) finish();
+      };
+      const subscription = actor.subscribe({
+        next: (snapshot) => {
+          if (DETACHED_STATES.has(snapshot.value)) return settle();
+          if (snapshot.status !== 'done') return;
+          const output = snapshot.output as UnitSourceOutput;
+          settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
+        },
+        error: (error) => {
+          this.coord.outbound.logger.error({ unit: plan.id, err: error }, 'relocation unit machine failed');
+          settle(RelocationReason.RelocationFailed);
+        },
+      });
+      actor.start();
+    }
   }
 
   /** §8: after the deadline (or on Shutdown) no new unit starts; started units go on to a safe terminal. */
