@@ -23,6 +23,7 @@ import {
   type RuntimeOptions,
 } from './options';
 import { RelocationCoordinator, type RelocationDiagnostics } from './relocation/coordinator';
+import type { RelocationHost } from './relocation/ports';
 import { Router } from './router';
 import { RELOCATION_CHANGED, StatusPublisher, TERMINATION_CHANGED, type HostEventListener, type HostEventName } from './status';
 import { UNIT_CHANGED, type UnitListener } from './relocation/events';
@@ -69,7 +70,7 @@ const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
   Error: FrameworkRuntimeState.Error,
 };
 
-export class Host implements FrameworkRuntime {
+export class Host implements FrameworkRuntime, RelocationHost {
   readonly nodeId: string;
   readonly applicationVersion: number;
   lifecycleGeneration = 0;

@@ -18,7 +18,6 @@ import type { PeerInfo, RuntimeMessage } from '../../transport/types';
 import { sleep } from '../clock';
 import type { ClosingReason, ObjectDefinition } from '../definitions';
 import type { Envelope } from '../envelope';
-import type { Host } from '../host';
 import { sameNode, type ObjectKey } from '../keys';
 import type { Hosted } from '../objects';
 import type { ParsedRelocationOptions } from '../options';
@@ -29,10 +28,10 @@ import { statePath } from '../state-path';
 import { describeType } from './compatibility';
 import { ControlBatcher } from './control-batcher';
 import { UnitEvents, type UnitEvent } from './events';
-import { ExpiryQueue } from './expiry-queue';
+import { FollowWindow } from './follow-window';
 import { fixInventory, type UnitPlan } from './inventory';
-import { parseRelocationMessage, relayBatchMessages, RELOCATION_MESSAGE } from './protocol';
-import type { OutboundPorts } from './ports';
+import { parseRelocationMessage, RELOCATION_MESSAGE } from './protocol';
+import type { OutboundPorts, RelocationHost } from './ports';
 import type { SourceUnit } from './source-unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { Inbound } from './target/inbound';
@@ -75,24 +74,6 @@ interface Operation {
   readonly startedAt: number;
 }
 
-interface FollowEntry {
-  /** The unit's machine, in `following` until this entry expires (S4) or Shutdown cuts it (§14). */
-  readonly actor: Actor<typeof unitSourceMachine>;
-  readonly unit: string;
-  readonly keys: readonly ObjectKey[];
-  readonly s1: number;
-  readonly kind: UnitEvent['kind'];
-}
-
-interface RetransmissionCopy {
-  readonly unit: string;
-  readonly target: NodeRef;
-  readonly relay: Envelope[];
-}
-
-/** §8: per-unit source stop target (S0→S1), a warning threshold only. */
-const INTERRUPTION_TARGET_MS = 1000;
-
 /** Default payload estimate per object before anything of its type was captured. */
 const DEFAULT_OBJECT_BYTES = 1024;
 
@@ -110,16 +91,8 @@ export class RelocationCoordinator {
   private settleWaiters: (() => void)[] = [];
   /** Woken whenever no inbound (target) unit is in flight: §4 accepted work before the inventory. */
   private inboundWaiters: (() => void)[] = [];
-  private readonly follows: ExpiryQueue<FollowEntry>;
-  private readonly copies: ExpiryQueue<RetransmissionCopy>;
-  /**
-   * Sealed source units waiting for the target's reply (relay-ready or a failure), one shared timer (§8). Unit ids,
-   * not units: a unit that cut over is not kept alive (with its objects) until the wait would have ended.
-   */
-  private readonly replyWaits: ExpiryQueue<string>;
-  /** Cleaned retransmission copies (each exactly once, §13) and retransmissions sent. */
-  copiesCleaned = 0;
-  retransmissionsSent = 0;
+  /** Reply waits, Message Follow and retransmission copies (follow-window.ts). */
+  readonly window: FollowWindow;
   readonly unitEvents = new UnitEvents();
   /** Source-side unit payloads, one parcel per target per tick (DESIGN "Relocation at scale"). */
   readonly parcels = new ParcelSender(() => this.host.transport);
@@ -127,8 +100,6 @@ export class RelocationCoordinator {
   readonly control = new ControlBatcher(() => this.host.transport);
   /** Target-side owner CASes, coalesced per tick (DESIGN "Relocation at scale"). */
   readonly casBatcher: CasBatcher;
-  /** §8 warnings of the current operation: units whose S0→S1 exceeded the target. */
-  private overTarget = { count: 0, maxMs: 0 };
   private lastInventory: RelocationDiagnostics['lastInventory'];
   closed = false;
   /** §13 last paragraph: a descriptor rollback that could not be confirmed ends in ForceStopped/TeardownFailed. */
@@ -138,26 +109,20 @@ export class RelocationCoordinator {
   /** The source side's view of this host (source-unit.ts never reaches into the host). */
   readonly outbound: OutboundPorts;
 
-  constructor(readonly host: Host) {
+  constructor(readonly host: RelocationHost) {
     this.casBatcher = new CasBatcher(host.stores.location);
     const timing = host.options.timing;
-    this.follows = new ExpiryQueue(host.clock, timing.messageFollowDurationMs, (entry, at) => {
-      for (const key of entry.keys) host.router.removeFollow(key);
-      // Cut by Shutdown (§14), not expired: no S4, no route convergence value.
-      if (this.closed) return void entry.actor.send({ type: 'ROUTE_CUT' });
-      // One event per unit from this one shared timer: the unit machine leaves `following` (no per-unit `after`).
-      entry.actor.send({ type: 'FOLLOW_EXPIRED' });
-      // S4: the Message Follow route may be removed (source clock).
-      telemetry.routeConvergence(at - entry.s1, { unitKind: entry.kind });
-      this.emitUnit({ side: 'source', unit: entry.unit, kind: entry.kind, state: 'followEnded', point: 'S4', objects: entry.keys, at });
-      this.checkSafeToShutdown();
-    });
-    this.copies = new ExpiryQueue(host.clock, timing.relocationCutoverWaitTimeoutMs, () => {
-      this.copiesCleaned++;
-      this.checkSafeToShutdown();
-    });
-    this.replyWaits = new ExpiryQueue(host.clock, Math.max(1000, timing.relocationCutoverWaitTimeoutMs), (id) => {
-      if (!this.closed) this.sources.get(id)?.replyWaitEnded();
+    this.window = new FollowWindow({
+      clock: host.clock,
+      logger: host.logger,
+      timing,
+      routes: host.router,
+      unitEvents: this.unitEvents,
+      send: (to, message) => host.transport?.send(to, message) ?? false,
+      sourceUnit: (id) => this.sources.get(id),
+      closeRelocatedOut: (unit) => this.closeRelocatedOut(unit.plan.root, (unit.plan.root.def as { onClosing?: ClosingCallback }).onClosing),
+      closed: () => this.closed,
+      windowEnded: () => this.checkSafeToShutdown(),
     });
     this.outbound = {
       clock: host.clock,
@@ -287,9 +252,7 @@ export class RelocationCoordinator {
 
   private finish(op: Operation, output: SupervisorOutput): RelocationResult {
     const host = this.host;
-    if (this.overTarget.count > 1)
-      host.logger.warn({ units: this.overTarget.count, longestMs: this.overTarget.maxMs, targetMs: INTERRUPTION_TARGET_MS }, 'relocation units in all exceeded the source-stop target');
-    this.overTarget = { count: 0, maxMs: 0 };
+    this.window.endOperation();
     const { mode, targetApplicationVersion } = op.options;
     this.op = undefined;
     let result: RelocationResult;
@@ -444,11 +407,6 @@ export class RelocationCoordinator {
     this.sources.set(unit.plan.id, unit);
   }
 
-  /** A sealed unit's payload reached the target: its reply is due within the wait (§8). */
-  awaitReply(unit: SourceUnit): void {
-    this.replyWaits.push(unit.plan.id);
-  }
-
   /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */
   unregisterSource(actor: object, unit: SourceUnit): void {
     // Nothing of the driver is needed after S1: `following` and its final states run no driver action.
@@ -471,23 +429,6 @@ export class RelocationCoordinator {
     this.bytesPerType.set(plan.root.def.type, previous === undefined ? each : Math.ceil((previous * 7 + each) / 8));
   }
 
-  /** S1 reached: Message Follow and the retransmission copy start; Spots close with RelocationOut (§10.5). */
-  onCutOver(unit: SourceUnit, relay: Envelope[], _submitOk: boolean): void {
-    const stopped = unit.s1 - unit.s0;
-    telemetry.sourceStop(stopped, { unitKind: unit.plan.kind });
-    // §8: an observation-only target; exceeding it is a warning, never a failure, rollback or retry.
-    // The first unit over it is logged in full, the rest are summed up once per operation (no log flood at 10k units).
-    if (stopped > INTERRUPTION_TARGET_MS) {
-      if (this.overTarget.count++ === 0)
-        this.host.logger.warn({ unit: unit.plan.id, kind: unit.plan.kind, root: unit.plan.root.key, stoppedMs: stopped, targetMs: INTERRUPTION_TARGET_MS }, 'relocation unit stopped the source over the target');
-      this.overTarget.maxMs = Math.max(this.overTarget.maxMs, stopped);
-    }
-    this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: unit.keys, s1: unit.s1, kind: unit.plan.kind });
-    this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
-    const root = unit.plan.root;
-    if (unit.plan.kind === 'spotWide' || unit.plan.kind === 'instance') this.closeRelocatedOut(root, (root.def as { onClosing?: ClosingCallback }).onClosing);
-  }
-
   /** OnClosing(RelocationOut) on the detached source instance; a throw is logged, never un-moves anything. */
   closeRelocatedOut(spot: Hosted, onClosing: ClosingCallback | undefined): void {
     if (!onClosing) return;
@@ -502,19 +443,14 @@ export class RelocationCoordinator {
 
   /** §13: a connection re-established within the window gets the relay batch and cutover again. */
   onPeer(peer: PeerInfo): void {
-    if (peer.state !== 'Ready' || this.copies.size === 0) return;
-    for (const copy of this.copies.values()) {
-      if (!sameNode(copy.target, peer)) continue;
-      const transport = this.host.transport;
-      if (transport && relayBatchMessages(copy.unit, copy.relay, true).every((message) => transport.send(copy.target, message))) this.retransmissionsSent++;
-    }
+    this.window.onPeer(peer);
   }
 
   private checkSafeToShutdown(): void {
     // §14: published only when the windows ended; routes and copies cut by Shutdown never make it safe.
     if (this.closed) return;
     // Inbound units are accepted work too (§4 first row, §14 step 3): none may be in flight.
-    const safe = !!this.relocatedResult && this.follows.size === 0 && this.copies.size === 0 && this.sources.size === 0 && this.inbound.inFlight === 0;
+    const safe = !!this.relocatedResult && this.window.ended && this.sources.size === 0 && this.inbound.inFlight === 0;
     if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
   }
 
@@ -613,11 +549,9 @@ export class RelocationCoordinator {
     if (this.closed) return;
     this.closed = true;
     for (const unit of this.sources.values()) unit.requestStop();
-    this.follows.clear();
-    this.copies.clear();
+    this.window.close();
     this.inbound.close();
     this.prepareParts.clear();
-    this.replyWaits.clear();
   }
 
   diagnostics(limit: number): RelocationDiagnostics {
@@ -659,10 +593,10 @@ export class RelocationCoordinator {
       ...(this.lastSelection ? { lastSelection: this.lastSelection } : {}),
       units: { sourceInFlight: this.sources.size, sourceByState, targetInFlight: this.inbound.inFlight },
       ...(this.lastInventory ? { lastInventory: this.lastInventory } : {}),
-      followRoutes: this.follows.size,
-      retransmissionCopies: this.copies.size,
-      retransmissionsSent: this.retransmissionsSent,
-      retransmissionCopiesCleaned: this.copiesCleaned,
+      followRoutes: this.window.followRoutes,
+      retransmissionCopies: this.window.retransmissionCopies,
+      retransmissionsSent: this.window.retransmissionsSent,
+      retransmissionCopiesCleaned: this.window.copiesCleaned,
       blockers,
       blockersTotal,
     };

@@ -2,15 +2,16 @@
  * What relocation needs from its host, as small ports (issue [6/10] item 4; the router's `RouterDeps` is the
  * pattern): the target side is built on these and never reaches into the host, so it is unit-tested with fakes.
  */
+import type { HostLifecycleEvent } from '../../machines/host-lifecycle.machine';
 import type { Clock } from '../clock';
 import type { ObjectDefinition } from '../definitions';
 import type { RuntimeLog } from '../logger';
-import type { Timing } from '../options';
+import type { ResolvedRuntimeOptions, Timing } from '../options';
 import type { ObjectServer } from '../objects';
 import type { Router } from '../router';
-import type { LocationStore, NodeRef } from '../../stores/types';
-import type { RelocationReason } from '../../vocabulary';
-import type { BudgetLease, RuntimeMessage } from '../../transport/types';
+import type { LocationStore, NodeDescriptor, NodeRef, OwnerLease, Stores } from '../../stores/types';
+import type { FrameworkRuntimeState, RelocationReason, RuntimeStatus, TerminationResult } from '../../vocabulary';
+import type { BudgetLease, RuntimeMessage, Transport } from '../../transport/types';
 import type { CasBatcher } from './cas-batcher';
 import type { ControlBatcher } from './control-batcher';
 import type { UnitEvent } from './events';
@@ -74,4 +75,35 @@ export interface OutboundPorts {
   /** The payload estimate before the seal (§7), and what the seal measured. */
   estimateBytes(plan: UnitPlan): number;
   recordBytes(plan: UnitPlan, bytes: number): void;
+}
+
+/**
+ * What the relocation operation (coordinator.ts: the §6 table, the supervisor's steps, the follow window) needs from
+ * its host: lifecycle and publication, discovery, stores, transport, objects, routes, clock and log. The host
+ * implements it; nothing under relocation/ imports host.ts.
+ */
+export interface RelocationHost {
+  readonly self: NodeRef;
+  readonly clock: Clock;
+  readonly logger: RuntimeLog;
+  readonly options: Pick<ResolvedRuntimeOptions, 'timing' | 'inspect' | 'capacity' | 'maintenanceWave'>;
+  readonly types: ReadonlyMap<string, ObjectDefinition>;
+  readonly objects: ObjectServer;
+  readonly router: Router;
+  readonly stores: Pick<Stores, 'location' | 'descriptors' | 'ping'>;
+  /** Undefined before the host started and after it closed. */
+  readonly transport: Transport | undefined;
+  /** The owner lease of this run (§1.1), while held. */
+  readonly lease: OwnerLease | undefined;
+  /** §3 lifecycle: the host's state changes only through its machine. */
+  readonly state: FrameworkRuntimeState;
+  readonly status: RuntimeStatus;
+  transition(event: HostLifecycleEvent['type'], patch?: Partial<RuntimeStatus>): boolean;
+  publish(patch: Partial<RuntimeStatus>): void;
+  /** Writes this host's descriptor in `state`; false when the owner lease is not held. */
+  publishDescriptor(state: FrameworkRuntimeState): Promise<boolean>;
+  /** One discovery round (§5); with `failOnError` a failed descriptor read rejects. */
+  discover(failOnError?: boolean): Promise<NodeDescriptor[]>;
+  nextTopologyChange(signal?: AbortSignal): Promise<void>;
+  shutdown(opts?: { deadlineMs?: number; signal?: AbortSignal }): Promise<TerminationResult>;
 }

@@ -23,8 +23,10 @@ import { SealGate } from './seal-gate';
 import { SourceUnit } from './source-unit';
 
 /** What the pool needs from the operation that owns it (the coordinator). */
-export interface UnitPoolOwner extends FollowWindow {
+export interface UnitPoolOwner {
   readonly outbound: OutboundPorts;
+  /** Reply waits, Message Follow and retransmission copies. */
+  readonly window: FollowWindow;
   /** The unit-source machine with the driver's actions provided. */
   readonly sourceMachine: typeof unitSourceMachine;
   registerSource(actor: object, unit: SourceUnit): void;
@@ -73,7 +75,7 @@ export class UnitPool {
       return;
     }
     for (const plan of plans) {
-      const unit = new SourceUnit(this.coord.outbound, this.coord, plan, target, this.sealGate);
+      const unit = new SourceUnit(this.coord.outbound, this.coord.window, plan, target, this.sealGate);
       // Clock and inspect observer come from the parent's system.
       const actor = createActor(this.coord.sourceMachine, { parent, id: plan.id });
       unit.actor = actor;
