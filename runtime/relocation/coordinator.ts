@@ -24,46 +24,23 @@ import type { ParsedRelocationOptions } from '../options';
 import { telemetry } from '../telemetry';
 import type { RelocationResult } from '../../vocabulary';
 import { FrameworkRuntimeState, nameOf, RelocationMode, RelocationOutcome, RelocationReason } from '../../vocabulary';
-import { statePath } from '../state-path';
 import { describeType } from './compatibility';
 import { ControlBatcher } from './control-batcher';
 import { UnitEvents, type UnitEvent } from './events';
+import { relocationDiagnostics, type RelocationDiagnostics } from './diagnostics';
 import { FollowWindow } from './follow-window';
+export type { RelocationDiagnostics } from './diagnostics';
 import { fixInventory, type UnitPlan } from './inventory';
 import { parseRelocationMessage, RELOCATION_MESSAGE } from './protocol';
 import type { OutboundPorts, RelocationHost } from './ports';
-import type { SourceUnit } from './source-unit';
+import type { SourceUnit } from './source/unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { Inbound } from './target/inbound';
 import { CasBatcher } from './cas-batcher';
-import { ParcelSender } from './parcel-sender';
+import { ParcelSender } from './source/parcel-sender';
 import { PrepareAssembly } from './prepare-assembly';
-import { UnitPool } from './unit-pool';
+import { UnitPool } from './source/pool';
 
-export interface RelocationDiagnostics {
-  state: string;
-  safeToShutdown: boolean;
-  operation?: { mode: number; targetApplicationVersion: number; phase: string; target?: NodeRef };
-  /** How many descriptors survived each §5 step in the last target search. */
-  lastSelection?: SelectionResult['survivors'];
-  units: { sourceInFlight: number; sourceByState: Record<string, number>; targetInFlight: number };
-  /** Units of the last fixed inventory (§7), by kind. */
-  lastInventory?: {
-    objects: number;
-    perActorShells: number;
-    actors: number;
-    spotWideAggregates: number;
-    instanceSpots: number;
-    spotWideMembers: number;
-  };
-  followRoutes: number;
-  retransmissionCopies: number;
-  retransmissionsSent: number;
-  retransmissionCopiesCleaned: number;
-  /** Count-limited: objects and units holding the operation up, with why. */
-  blockers: { object: string; reason: string }[];
-  blockersTotal: number;
-}
 
 interface Operation {
   readonly options: ParsedRelocationOptions;
@@ -106,7 +83,7 @@ export class RelocationCoordinator {
   rollbackUnconfirmed = false;
 
   readonly sourceMachine;
-  /** The source side's view of this host (source-unit.ts never reaches into the host). */
+  /** The source side's view of this host (source/unit.ts never reaches into the host). */
   readonly outbound: OutboundPorts;
 
   constructor(readonly host: RelocationHost) {
@@ -555,58 +532,20 @@ export class RelocationCoordinator {
   }
 
   diagnostics(limit: number): RelocationDiagnostics {
-    const host = this.host;
-    const sourceByState: Record<string, number> = {};
-    for (const unit of this.sources.values()) {
-      const value = sourceState(unit);
-      sourceByState[value] = (sourceByState[value] ?? 0) + 1;
-    }
-    const blockers: { object: string; reason: string }[] = [];
-    let blockersTotal = 0;
-    const add = (object: string, reason: string) => {
-      blockersTotal++;
-      if (blockers.length < limit) blockers.push({ object, reason });
-    };
-    for (const o of host.objects.values()) if (o.def.relocation.kind === 'disable') add(o.key, 'RelocationDisabled');
-    for (const unit of this.sources.values()) {
-      const value = sourceState(unit);
-      if (value === 'budget') add(unit.plan.root.key, 'waiting for payload budget');
-      else if (value === 'safePoint') add(unit.plan.root.key, 'waiting for the current turn or application safe point');
-      else if (value === 'preparing') add(unit.plan.root.key, 'waiting for the target temporary queue');
-    }
-    for (const unit of this.inbound.inFlightUnits()) add(unit.keys[0] ?? unit.id, 'inbound relocation unit in flight (§4: settles before the inventory)');
-    if (host.transport?.hasManualPeers()) add('topology', 'ManualTopologyUnsupported');
     const op = this.op;
-    return {
-      state: nameOf(FrameworkRuntimeState, host.state),
-      safeToShutdown: host.status.safeToShutdown,
-      ...(op
-        ? {
-            operation: {
-              mode: op.options.mode,
-              targetApplicationVersion: op.options.targetApplicationVersion,
-              phase: statePath(op.actor.getSnapshot().value),
-              ...(op.target ? { target: op.target } : {}),
-            },
-          }
-        : {}),
-      ...(this.lastSelection ? { lastSelection: this.lastSelection } : {}),
-      units: { sourceInFlight: this.sources.size, sourceByState, targetInFlight: this.inbound.inFlight },
-      ...(this.lastInventory ? { lastInventory: this.lastInventory } : {}),
-      followRoutes: this.window.followRoutes,
-      retransmissionCopies: this.window.retransmissionCopies,
-      retransmissionsSent: this.window.retransmissionsSent,
-      retransmissionCopiesCleaned: this.window.copiesCleaned,
-      blockers,
-      blockersTotal,
-    };
+    return relocationDiagnostics(
+      {
+        host: this.host,
+        ...(op ? { operation: { mode: op.options.mode, targetApplicationVersion: op.options.targetApplicationVersion, state: op.actor.getSnapshot().value, target: op.target } } : {}),
+        lastSelection: this.lastSelection,
+        lastInventory: this.lastInventory,
+        sources: this.sources.values(),
+        inbound: this.inbound,
+        window: this.window,
+      },
+      limit,
+    );
   }
-}
-
-/** The machine state of an in-flight source unit; `waiting` is split by the driver's §7 step (budget, preparing, safePoint). */
-function sourceState(unit: SourceUnit): string {
-  const value = unit.actor.getSnapshot().value;
-  return value === 'waiting' ? unit.waitingFor : value;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

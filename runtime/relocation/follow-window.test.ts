@@ -9,7 +9,7 @@ import { SimulatedClock } from '../clock';
 import { silentLog } from '../logger';
 import type { UnitEvent } from './events';
 import { FollowWindow } from './follow-window';
-import type { SourceUnit } from './source-unit';
+import type { SourceUnit } from './source/unit';
 
 const TARGET: NodeRef = { nodeId: 'target', lifecycleGeneration: 1 };
 const FOLLOW_MS = 10_000;

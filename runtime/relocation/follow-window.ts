@@ -18,7 +18,7 @@ import { telemetry } from '../telemetry';
 import type { UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { relayBatchMessages } from './protocol';
-import type { SourceUnit, FollowWindow as UnitFollowWindow } from './source-unit';
+import type { SourceUnit, FollowWindow as UnitFollowWindow } from './source/unit';
 
 /** §8: per-unit source stop target (S0→S1), a warning threshold only. */
 export const INTERRUPTION_TARGET_MS = 1000;

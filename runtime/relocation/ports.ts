@@ -16,7 +16,7 @@ import type { CasBatcher } from './cas-batcher';
 import type { ControlBatcher } from './control-batcher';
 import type { UnitEvent } from './events';
 import type { UnitPlan } from './inventory';
-import type { ParcelSender } from './parcel-sender';
+import type { ParcelSender } from './source/parcel-sender';
 
 /** The target side of inbound units: intake, restore, owner commit, merge and dispatch (DESIGN.md "Unit handoff (target)"). */
 export interface InboundPorts {
@@ -54,7 +54,7 @@ export interface InboundPorts {
   unitsEnded(): void;
 }
 
-/** The source side of a unit (source-unit.ts): seal, capture, transfer, relay and cutover (DESIGN.md "Unit handoff (source)"). */
+/** The source side of a unit (source/unit.ts): seal, capture, transfer, relay and cutover (DESIGN.md "Unit handoff (source)"). */
 export interface OutboundPorts {
   readonly clock: Clock;
   readonly logger: RuntimeLog;

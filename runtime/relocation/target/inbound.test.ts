@@ -15,7 +15,7 @@ import { ObjectServer } from '../../objects';
 import type { CasOutcome } from '../cas-batcher';
 import { describeType } from '../compatibility';
 import { encodeParcel } from '../parcel';
-import { PARCEL_ID_PREFIX } from '../parcel-sender';
+import { PARCEL_ID_PREFIX } from '../source/parcel-sender';
 import { encodePayload, PAYLOAD_VERSION } from '../payload';
 import type { InboundPorts } from '../ports';
 import { RELOCATION_MESSAGE, type CutoverMessage } from '../protocol';

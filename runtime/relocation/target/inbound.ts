@@ -17,7 +17,7 @@ import { RelocationReason } from '../../../vocabulary';
 import { compatible, describeType } from '../compatibility';
 import { ExpiryQueue } from '../expiry-queue';
 import { decodeParcel, ParcelError } from '../parcel';
-import { PARCEL_ID_PREFIX } from '../parcel-sender';
+import { PARCEL_ID_PREFIX } from '../source/parcel-sender';
 import { decodePayload } from '../payload';
 import type { InboundPorts } from '../ports';
 import type { CutoverMessage, PrepareMessage, PrepareUnit, RelayPartMessage } from '../protocol';

@@ -1,6 +1,6 @@
-import type { NodeRef } from '../../vocabulary';
-import type { BudgetLease, Transport } from '../../transport/types';
-import { decodeParcel } from './parcel';
+import type { NodeRef } from '../../../vocabulary';
+import type { BudgetLease, Transport } from '../../../transport/types';
+import { decodeParcel } from '../parcel';
 import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
 
 const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };

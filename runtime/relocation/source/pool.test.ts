@@ -4,9 +4,9 @@
  * path; one FOLLOW_EXPIRED each from the shared Message Follow timer (S4), or ROUTE_CUT when Shutdown comes first (§14).
  */
 import type { AnyActor, InspectionEvent } from 'xstate';
-import { RelocationMode, RelocationOutcome, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '..';
-import { eventually, FAST_TIMING, makeStack, type Stack } from '../../spec-tests/support/stack';
-import { ALL_TYPES } from '../../spec-tests/support/workload';
+import { RelocationMode, RelocationOutcome, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '../..';
+import { eventually, FAST_TIMING, makeStack, type Stack } from '../../../spec-tests/support/stack';
+import { ALL_TYPES } from '../../../spec-tests/support/workload';
 
 const UNITS = 40;
 

@@ -10,17 +10,17 @@
  * is held only by the coordinator's Message Follow expiry queue until S4 (or Shutdown, §14).
  */
 import { createActor, type AnyActorRef } from 'xstate';
-import type { PoolReport } from '../../machines/relocation-supervisor.machine';
-import { DETACHED_STATES, type unitSourceMachine, type UnitSourceOutput } from '../../machines/unit-source.machine';
-import type { NodeRef } from '../../stores/types';
-import type { SpotDefinition } from '../definitions';
-import { RelocationReason } from '../../vocabulary';
-import type { Hosted } from '../objects';
-import type { OutboundPorts } from './ports';
-import type { FollowWindow } from './source-unit';
-import type { Inventory, UnitPlan } from './inventory';
+import type { PoolReport } from '../../../machines/relocation-supervisor.machine';
+import { DETACHED_STATES, type unitSourceMachine, type UnitSourceOutput } from '../../../machines/unit-source.machine';
+import type { NodeRef } from '../../../stores/types';
+import type { SpotDefinition } from '../../definitions';
+import { RelocationReason } from '../../../vocabulary';
+import type { Hosted } from '../../objects';
+import type { OutboundPorts } from '../ports';
+import type { FollowWindow } from './unit';
+import type { Inventory, UnitPlan } from '../inventory';
 import { SealGate } from './seal-gate';
-import { SourceUnit } from './source-unit';
+import { SourceUnit } from './unit';
 
 /** What the pool needs from the operation that owns it (the coordinator). */
 export interface UnitPoolOwner {

@@ -5,21 +5,21 @@
  * (lease, prepared, seal permit) and the per-unit data the machine does not hold (S0, S1, captured queue).
  */
 import type { Actor } from 'xstate';
-import type { unitSourceMachine } from '../../machines/unit-source.machine';
-import type { NodeRef } from '../../stores/types';
-import type { BudgetLease, RuntimeMessage } from '../../transport/types';
-import type { SpotDefinition } from '../definitions';
-import type { Envelope } from '../envelope';
-import type { Lane, WorkItem } from '../lane';
-import type { Hosted } from '../objects';
-import type { TimerRegistration } from '../timers';
-import { RelocationReason } from '../../vocabulary';
-import type { OutboundPorts } from './ports';
-import { unitObjects, type UnitPlan } from './inventory';
-import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from './payload';
-import { describeType } from './compatibility';
-import { relayBatchMessages, RELOCATION_MESSAGE } from './protocol';
-import type { UnitEvent } from './events';
+import type { unitSourceMachine } from '../../../machines/unit-source.machine';
+import type { NodeRef } from '../../../stores/types';
+import type { BudgetLease, RuntimeMessage } from '../../../transport/types';
+import type { SpotDefinition } from '../../definitions';
+import type { Envelope } from '../../envelope';
+import type { Lane, WorkItem } from '../../lane';
+import type { Hosted } from '../../objects';
+import type { TimerRegistration } from '../../timers';
+import { RelocationReason } from '../../../vocabulary';
+import type { OutboundPorts } from '../ports';
+import { unitObjects, type UnitPlan } from '../inventory';
+import { encodePayload, PAYLOAD_VERSION, type CapturedItem, type CapturedObject } from '../payload';
+import { describeType } from '../compatibility';
+import { relayBatchMessages, RELOCATION_MESSAGE } from '../protocol';
+import type { UnitEvent } from '../events';
 import type { SealGate } from './seal-gate';
 
 /** What a source unit reports to the follow window (coordinator). */

@@ -6,10 +6,10 @@
  * the target answers each unit separately (relay-ready or an explicit failure).
  */
 import { randomUUID } from 'node:crypto';
-import type { NodeRef } from '../../vocabulary';
-import type { BudgetLease, Transport } from '../../transport/types';
-import { nodeKey } from '../keys';
-import { encodeParcel } from './parcel';
+import type { NodeRef } from '../../../vocabulary';
+import type { BudgetLease, Transport } from '../../../transport/types';
+import { nodeKey } from '../../keys';
+import { encodeParcel } from '../parcel';
 
 /** Bytes of unit payloads per parcel: the transport chunks it; small enough that one parcel is not a long stall. */
 export const PARCEL_MAX_BYTES = 4 * 1024 * 1024;
