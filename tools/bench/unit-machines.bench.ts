@@ -4,11 +4,9 @@
  * at one step gets its event in the same tick, then the next step (DESIGN.md "Relocation at scale").
  *
  * - source: unit-source machine per unit, created as a child of a pool actor (`{ parent, id }`), hot path to S4.
- * - target per unit: one unit-target machine per unit (RESTORED, CUTOVER, COMMITTED); its two deadlines are
- *   entries in two shared expiry queues (staging validity from creation, cutover wait from RESTORED), as the
- *   coordinator drives it (§11, §13; DESIGN.md "Known performance traps").
- * - target per parcel of P: one unit-target machine per P units that reach their steps together; the per-unit
- *   milestones are a loop over a plain array in the driver (what a parcel driver would do).
+ * - target per unit / per parcel of P: one unit-target machine (relayReady → CUTOVER → committing → COMMITTED → open)
+ *   per unit, or per P units that reach their steps together with the per-unit milestones a loop over a plain array
+ *   in the driver (what target/parcel.ts does); the cutover wait is one shared expiry queue (§13).
  *
  * Measured on the 2-core box (20k units, median of 5, other work running): source 30–39 µs/unit to S4 (the
  * previous 5-transition machine, root actors: ~40 µs/unit to S1 only); target per unit 45–72 µs/unit, of which
@@ -16,6 +14,9 @@
  * After the `after` timers moved to the coordinator's shared expiry queues and the hot path lost its `assign`
  * (same box, 20k units, median of 5): target per unit 47–50 → 30 µs/unit; relocation.bench --actors 10000
  * --stack memory median total 2040–2167 → 1527–1659 ms (S0→S1 p50 unchanged, 24–30 ms).
+ *
+ * Issue [6/10], after the target moved to one machine per inbound parcel (same box, 20k units, median of 5, quiet):
+ * source 52 µs/unit to S4; target per unit 51 µs/unit; per parcel of 64 1.9 µs/unit; per parcel of 256 0.6 µs/unit.
  */
 import { parseArgs } from 'node:util';
 import { createActor, fromCallback, type AnyActorRef } from 'xstate';
