@@ -210,6 +210,18 @@ export class BenchNode {
       const s2 = this.s2.get(u);
       if (s2 !== undefined) s2s3.push(at - s2);
     }
+    // ZLINK_BENCH_S0S1_DECILES=1: S0→S1 by seal order (deciles of the units sorted by S0), to see where a tail comes from.
+    if (process.env.ZLINK_BENCH_S0S1_DECILES && this.s0.size > 0) {
+      const bySeal = [...this.s0].filter(([u]) => this.s1.has(u)).sort((a, b) => a[1] - b[1]);
+      const start = bySeal[0]![1];
+      const rows = [];
+      for (let d = 0; d < 10; d++) {
+        const part = bySeal.slice(Math.floor((d * bySeal.length) / 10), Math.floor(((d + 1) * bySeal.length) / 10)).map(([u, at]) => this.s1.get(u)! - at);
+        sortNum(part);
+        rows.push(`decile ${d}: sealed from +${bySeal[Math.floor((d * bySeal.length) / 10)]![1] - start} ms, S0→S1 p50 ${pct(part, 50)} p99 ${pct(part, 99)} max ${part[part.length - 1]}`);
+      }
+      console.log(rows.join('\n'));
+    }
     sortNum(s0s1);
     sortNum(s2s3);
     const summary = (xs: number[]) => ({ count: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: xs[xs.length - 1] ?? NaN });
