@@ -21,6 +21,9 @@ import type { Link, LinkHandlers } from './link';
 import type { MeshConfig, RuntimeMessage } from './types';
 import type { NodeRef } from '../vocabulary';
 
+/** Queued message bytes at which a batch leaves before the turn ends (see queueMessage). */
+const EARLY_FLUSH_BYTES = 64 * 1024;
+
 export interface PeerIdentity extends NodeRef {
   readonly applicationVersion: number;
 }
@@ -358,11 +361,14 @@ export class Connection {
 
   /**
    * Queues one encoded runtime message (frames.encodeMessage); all messages of a tick leave as one batch frame (DESIGN.md: not one
-   * syscall per message). A batch that would exceed maxFrameBytes is flushed early.
+   * syscall per message). A batch that would exceed maxFrameBytes is flushed early, and so is one that reached
+   * EARLY_FLUSH_BYTES: a long turn (thousands of cutovers, §13) then lets its first messages leave while it runs,
+   * instead of holding them all until it ends.
    */
   queueMessage(part: Uint8Array, message: RuntimeMessage): void {
     const bytes = part.length;
     if (this.pending.length > 0 && batchFrameBytes(this.pendingBytes + bytes, this.pending.length + 1) > this.owner.maxFrameBytes) this.flush();
+    else if (this.pendingBytes >= EARLY_FLUSH_BYTES) this.flush();
     this.pending.push(part);
     this.pendingMessages.push(message);
     this.pendingBytes += bytes;
