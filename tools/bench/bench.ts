@@ -446,7 +446,7 @@ function printTable(r: Results): void {
   const rows: [string, string, string][] = [
     ['floor', r.stack === 'redis' ? 'CAS pass (raw Lua, 128 records/script, pipelined)' : 'CAS pass (memory store casMany, 128/call)', `${r.details.floor.casPassMs} ms  [target clock]`],
     ...(r.stack === 'redis'
-      ? [['(ref)', 'same pass via stores casMany (1 script per slot)', `${r.details.floor.storesCasManyMs} ms  [target clock; not in floorMs]`] as [string, string, string]]
+      ? [['(ref)', 'same pass via stores casMany (guarded, op keys)', `${r.details.floor.storesCasManyMs} ms  [target clock; not in floorMs]`] as [string, string, string]]
       : []),
     ['floor', `raw ws transfer ${r.n} × 1 KiB${z.rss.oneProcess ? ' (loopback, one process)' : ''}`, `${r.details.floor.wsTransferMs} ms  [source clock]`],
     ['floor', 'floorMs', `${r.floorMs} ms`],
