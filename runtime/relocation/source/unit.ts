@@ -30,14 +30,21 @@ export interface FollowWindow {
   onCutOver(unit: SourceUnit, relay: Envelope[], submitOk: boolean): void;
 }
 
+/** Shared empty lists of units not sealed (never written: the seal makes the unit its own). */
+const NOTHING_HELD: Envelope[] = [];
+const NOTHING_CAPTURED: WorkItem[] = [];
+
 export class SourceUnit {
   actor!: Actor<typeof unitSourceMachine>;
   readonly objects: Hosted[];
   /** The unit's object keys, root first (never changed: shared with follow entries, events and the prepare). */
   readonly keys: readonly string[];
   private keySet: Set<string> | undefined;
-  /** Ingress hold (§12): one array for the whole unit keeps arrival order across its objects. */
-  readonly hold: Envelope[] = [];
+  /**
+   * Ingress hold (§12): one array for the whole unit keeps arrival order across its objects. Made at the seal: every
+   * unit of a batch is live at once (§7), most of them waiting long before it.
+   */
+  private hold: Envelope[] = NOTHING_HELD;
   /**
    * STOP or abandon reached this unit: a budget lease or seal permit that still comes is given back at once. No
    * AbortController per unit (issue [6/10] RSS: one and its listener maps cost ~0.7 KB, and every unit of a batch is
@@ -49,7 +56,7 @@ export class SourceUnit {
   private prepareSent = false;
   /** The target registered its temporary queue (r.prepared). */
   private prepared = false;
-  private captured: WorkItem[] = [];
+  private captured: WorkItem[] = NOTHING_CAPTURED;
   /** Holds a seal permit (from before the safe point until the cutover submit, a restore or an abandon). */
   private permit = false;
   s0 = 0;
@@ -192,7 +199,7 @@ export class SourceUnit {
     const timers = new Map<string, TimerRegistration[]>();
     const shell = this.plan.kind === 'perActorShell';
     for (const o of this.objects) {
-      o.hold = this.hold;
+      o.hold = this.hold === NOTHING_HELD ? (this.hold = []) : this.hold;
       const regs = o.timers.freeze();
       // §12: Spot-level timers of a PerActor Spot do not move.
       timers.set(o.key, shell ? [] : regs);
@@ -287,8 +294,8 @@ export class SourceUnit {
       objects.forget(o.key);
     }
     // The relay copy is what the retransmission window keeps (§13); the hold and the captured queue are done with.
-    this.hold.length = 0;
-    this.captured = [];
+    this.hold = NOTHING_HELD;
+    this.captured = NOTHING_CAPTURED;
     this.releasePermit(this.s1 - this.s0);
     this.window.onCutOver(this, relay, ok);
     // The submit result stays here (unit event, retransmission copy): either way the unit never goes back (§13).
