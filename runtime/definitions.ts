@@ -59,7 +59,7 @@ export interface SpotDefinition<S = unknown> {
   readonly type: string;
   /** User Spots only. @default 'SpotWide' */
   readonly executionMode: 'SpotWide' | 'PerActor';
-  /** 'ApplicationSignaled' is for SpotWide User Spots only (§7). @default 'Immediate' */
+  /** 'ApplicationSignaled' is for SpotWide User Spots only (docs/options.md). @default 'Immediate' */
   readonly readiness: 'Immediate' | 'ApplicationSignaled';
   readonly relocation: RelocationPolicy<S>;
   readonly create: (spotId: string) => S;
@@ -115,7 +115,7 @@ const spotSchema = z
     if (v.kind === 'instance' && v.executionMode !== undefined)
       ctx.addIssue({ code: 'custom', path: ['executionMode'], message: 'Instance Spots have no execution mode (they hold no Actors)' });
     if (v.readiness === 'ApplicationSignaled' && (v.kind !== 'user' || (v.executionMode ?? 'SpotWide') !== 'SpotWide'))
-      ctx.addIssue({ code: 'custom', path: ['readiness'], message: "'ApplicationSignaled' is for SpotWide User Spots only (§7)" });
+      ctx.addIssue({ code: 'custom', path: ['readiness'], message: "'ApplicationSignaled' is for SpotWide User Spots only (docs/options.md)" });
   });
 
 /** Throws ArgumentError naming the first offending field. */

@@ -427,21 +427,21 @@ export class Host implements FrameworkRuntime, RelocationHost {
     const state = this.state;
     if (state !== FrameworkRuntimeState.Serving) {
       const name = Object.keys(FrameworkRuntimeState).find((k) => FrameworkRuntimeState[k as keyof typeof FrameworkRuntimeState] === state)!;
-      throw new AdmissionError(name, `${what} is not admitted while the host is ${name} (§15: new owner and membership admission is closed)`);
+      throw new AdmissionError(name, `${what} is not admitted while the host is ${name} (admission is closed outside Serving; see docs/concepts.md "The host lifecycle")`);
     }
   }
 
   private inboundRefusal(): Terminal | undefined {
     const state = this.state;
     if (state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped)
-      return { ok: false, kind: 'shutdown', error: 'the host is shutting down (§15: new payload is rejected)' };
+      return { ok: false, kind: 'shutdown', error: 'the host is shutting down: new messages are refused (docs/concepts.md "Shutdown and SafeToShutdown")' };
     return undefined;
   }
 
   private outboundRefusal(): Error | undefined {
     const state = this.state;
     if (state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped)
-      return new RequestError('shutdown', 'the host is shutting down (§15: new requests end with a shutdown result)');
+      return new RequestError('shutdown', 'the host is shutting down: new requests end with a shutdown result (docs/concepts.md "Shutdown and SafeToShutdown")');
     if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Error)
       return new RequestError('unavailable', 'the host is not ready');
     return undefined;

@@ -293,7 +293,7 @@ export class Router {
       return this.terminal(env, {
         ok: false,
         kind: 'unavailable',
-        error: `the owner record of ${env.to} still names ${stale.owner.nodeId}, which does not host it, after ${this.deps.restoreValidityMs} ms (§11)`,
+        error: `the owner record of ${env.to} still names ${stale.owner.nodeId}, which does not host it, after ${this.deps.restoreValidityMs} ms (restoreValidityMs; docs/concepts.md "One unit's move: S0 to S4")`,
       });
     this.routes.set(env.to, route);
     if (this.sendTo(route.owner, env, route.gen)) return;

@@ -4,7 +4,7 @@
 export class TransportClosedError extends Error {
   override readonly name = 'TransportClosedError';
   constructor(what: string) {
-    super(`${what}: the transport was closed; pending operations are cancelled (§14 bounded teardown)`);
+    super(`${what}: the transport was closed; pending operations are cancelled (bounded teardown at shutdown)`);
   }
 }
 

@@ -77,7 +77,7 @@ export function relocationDiagnostics(view: DiagnosticsView, limit: number): Rel
     const waiting = WAITING_FOR[value];
     if (waiting) add(unit.plan.root.key, waiting);
   }
-  for (const unit of view.inbound.inFlightUnits()) add(unit.keys[0] ?? unit.id, 'inbound relocation unit in flight (§4: settles before the inventory)');
+  for (const unit of view.inbound.inFlightUnits()) add(unit.keys[0] ?? unit.id, 'inbound relocation unit in flight (it settles before this host fixes its own inventory)');
   if (host.transport?.hasManualPeers()) add('topology', 'ManualTopologyUnsupported');
   return {
     state: nameOf(FrameworkRuntimeState, host.state),

@@ -1,8 +1,9 @@
 /**
  * Redis provider of the store interfaces (ioredis 6).
  *
- * Key layout (P = keyPrefix; ids are encodeURIComponent-encoded; {..} is the hash tag, so every key one script
- * touches shares a tag and the layout also runs on Redis Cluster):
+ * Key layout (P = keyPrefix; ids are encodeURIComponent-encoded; {..} is the hash tag). Every key one script touches
+ * shares a tag, so the layout is ready for Redis Cluster; connecting to a cluster is not supported yet (issue [9/10]:
+ * `RedisClient.clustered` stays false, and casMany then sends one script per call instead of one per slot):
  *
  *   P{o:<kind>:<id>}                    owner record of an object (JSON: live 'L', tombstone 'R', or forward 'F')
  *   P{o:spot:<spot>}:m:<actor>          record of a SpotWide member Actor, beside its Spot (§10.3); the Actor's own

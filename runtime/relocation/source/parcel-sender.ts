@@ -29,7 +29,7 @@ function combined(leases: readonly BudgetLease[]): BudgetLease {
   let released = false;
   return {
     bytes: leases.reduce((sum, l) => sum + l.bytes, 0),
-    grow: () => Promise.reject(new Error('a parcel lease does not grow (§7: a sealed unit never waits for budget)')),
+    grow: () => Promise.reject(new Error('a parcel lease does not grow: a sealed unit never waits for budget')),
     release: () => {
       if (released) return;
       released = true;
