@@ -24,9 +24,17 @@ export interface Inventory {
   readonly objectCount: number;
 }
 
+/** Random bytes for ids, drawn 4 KiB at a time (one randomBytes call per unit cost ~2 µs; 100k units at once). */
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
 export function newUnitId(): string {
   for (;;) {
-    const id = randomBytes(16).toString('hex');
+    if (poolAt + 16 > pool.length) {
+      pool = randomBytes(4096);
+      poolAt = 0;
+    }
+    const id = pool.toString('hex', poolAt, (poolAt += 16));
     if (!/^0+$/.test(id)) return id;
   }
 }
