@@ -88,9 +88,10 @@ async function main() {
     const tarball = path.join(tmp, packed[0].filename);
     check(fs.existsSync(tarball), `packed ${packed[0].filename} (${packed[0].entryCount} files)`);
     check(
-      packed[0].files.every((f) => f.path.startsWith('dist/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(f.path)),
-      'the tarball holds dist/, package.json and docs only',
+      packed[0].files.every((f) => f.path.startsWith('dist/') || f.path.startsWith('docs/') || ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE'].includes(f.path)),
+      'the tarball holds dist/, docs/, package.json and the README/CHANGELOG only',
     );
+    check(packed[0].files.some((f) => f.path === 'docs/concepts.md'), 'the README\'s links into docs/ resolve in the tarball');
 
     // ── with OpenTelemetry ────────────────────────────────────────────────────────────────────
     const app = path.join(tmp, 'app');
