@@ -35,13 +35,6 @@ export const Entry = defineActor<EntryState>({
 export const STATE_BYTES = Buffer.byteLength(JSON.stringify({ pad: PAD, seen: [] }));
 export const actorId = (i: number): string => `e-${i}`;
 
-/** Orchestrator → host and host → orchestrator messages (IPC in the redis stack, direct calls in the memory stack). */
-export interface Call {
-  readonly id: number;
-  readonly cmd: string;
-  readonly args: Record<string, unknown>;
-}
-export type Reply = { readonly id: number; readonly ok: true; readonly value: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
 
 class PullReader extends MetricReader {
   constructor() {

@@ -22,7 +22,6 @@
  *      unavailability = target activation − source snapshot (two processes, same machine wall clock).
  * Prints one table and writes bench/results.json (see --out).
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -32,7 +31,8 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
-import { actorId, compareSeen, installMetrics, pct, pool, sleep, sortNum, STATE_BYTES, type Call, type Reply } from './bench-common';
+import { actorId, compareSeen, installMetrics, pct, pool, sleep, sortNum, STATE_BYTES } from './bench-common';
+import { forkHost, type ChildPeer } from '../child-host';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
 const USAGE = `usage: npm run bench -- [--n <actors>] [--stack redis|memory] [--rate <msg/s>] [--url <redis url>] [--out <file>]
@@ -90,29 +90,8 @@ interface Peer {
   call<T>(cmd: string, args?: Record<string, unknown>): Promise<T>;
 }
 
-function childPeer(config: NodeConfig): Peer & { child: ChildProcess } {
-  const child = fork(path.join(__dirname, 'bench-host.js'), [JSON.stringify(config)], { stdio: 'inherit', execArgv: ['--max-old-space-size=8192', ...cpuProfileArgs(config)] });
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  let next = 0;
-  child.on('message', (r: Reply) => {
-    const w = waiting.get(r.id);
-    waiting.delete(r.id);
-    if (r.ok) w?.resolve(r.value);
-    else w?.reject(new Error(`${config.role} host: ${r.error}`));
-  });
-  child.on('exit', (code, signal) => {
-    for (const w of waiting.values()) w.reject(new Error(`${config.role} host exited (code ${code}, signal ${signal})`));
-    waiting.clear();
-  });
-  return {
-    child,
-    call: <T>(cmd: string, args: Record<string, unknown> = {}) =>
-      new Promise<T>((resolve, reject) => {
-        const id = next++;
-        waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-        child.send({ id, cmd, args } satisfies Call);
-      }),
-  };
+function childPeer(config: NodeConfig): ChildPeer {
+  return forkHost(path.join(__dirname, 'bench-host.js'), config, config.role, ['--max-old-space-size=8192', ...cpuProfileArgs(config)]);
 }
 
 function localPeer(config: NodeConfig, stores: Stores, counter: (name: string) => Promise<number>): Peer {

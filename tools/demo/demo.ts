@@ -11,7 +11,7 @@
  * Exit code: 0 when nothing was lost, duplicated or reordered, the move ended Relocated and every Shutdown ended
  * Stopped/None; 1 otherwise; 2 for bad flags.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -20,7 +20,7 @@ import Redis from 'ioredis';
 import { memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason, type Stores, type TerminationResult } from '../../runtime';
 import { createInspector, type Inspector } from '../../inspect';
 import { deleteKeys } from '../../stores/redis/delete-keys';
-import type { Call, Reply } from '../bench/bench-common';
+import { forkHost } from '../child-host';
 import { DemoNode, type DemoNodeConfig, type NodeStats, type Progress, type Role, type TrafficReport } from './demo-node';
 import { expectedUnits, type Sizes } from './demo-workload';
 
@@ -111,29 +111,7 @@ interface Peer {
 }
 
 function childPeer(config: DemoNodeConfig): Peer {
-  const child = fork(path.join(__dirname, 'demo-host.js'), [JSON.stringify(config)], { stdio: 'inherit' });
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  let next = 0;
-  child.on('message', (r: Reply) => {
-    const w = waiting.get(r.id);
-    waiting.delete(r.id);
-    if (r.ok) w?.resolve(r.value);
-    else w?.reject(new Error(`${config.role} host: ${r.error}`));
-  });
-  child.on('exit', (code, signal) => {
-    for (const w of waiting.values()) w.reject(new Error(`${config.role} host exited (code ${code}, signal ${signal})`));
-    waiting.clear();
-  });
-  return {
-    child,
-    call: <T>(cmd: string, args: Record<string, unknown> = {}) =>
-      new Promise<T>((resolve, reject) => {
-        if (!child.connected) return reject(new Error(`${config.role} host is not running`));
-        const id = next++;
-        waiting.set(id, { resolve: resolve as (v: unknown) => void, reject });
-        child.send({ id, cmd, args } satisfies Call);
-      }),
-  };
+  return forkHost(path.join(__dirname, 'demo-host.js'), config, config.role);
 }
 
 function localPeer(node: DemoNode): Peer {
