@@ -330,15 +330,18 @@ function applyMutations(p: UnitPayload, mutations: readonly Mutation[]): unknown
   for (const m of mutations) {
     const paths = pathsOf(root);
     const path = paths[m.at % paths.length]!;
+    // A fresh copy each time: the near misses are shared constants, and putting one object in twice (then a field
+    // into it) made a cycle and changed the constant for later runs.
+    const value = structuredClone(m.value);
     if (path.length === 0) {
-      if (m.op === 'set') root = m.value;
+      if (m.op === 'set') root = value;
       continue;
     }
     const parent = path.slice(0, -1).reduce<any>((o, k) => o[k], root);
     const key = path[path.length - 1]!;
-    if (m.op === 'set') parent[key] = m.value;
+    if (m.op === 'set') parent[key] = value;
     else if (m.op === 'delete') Array.isArray(parent) ? parent.splice(key as number, 1) : delete parent[key];
-    else if (typeof parent === 'object' && parent !== null && !Array.isArray(parent)) parent[m.name] = m.value;
+    else if (typeof parent === 'object' && parent !== null && !Array.isArray(parent)) parent[m.name] = value;
   }
   return root;
 }
