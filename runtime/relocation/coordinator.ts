@@ -26,7 +26,7 @@ import type { RelocationResult } from '../../vocabulary';
 import { FrameworkRuntimeState, nameOf, RelocationMode, RelocationOutcome, RelocationReason } from '../../vocabulary';
 import { describeType } from './compatibility';
 import { ControlBatcher } from './control-batcher';
-import { UnitEvents, type UnitEvent } from './events';
+import { UnitEvents } from './events';
 import { relocationDiagnostics, type RelocationDiagnostics } from './diagnostics';
 import { FollowWindow } from './follow-window';
 export type { RelocationDiagnostics } from './diagnostics';
@@ -433,10 +433,6 @@ export class RelocationCoordinator {
     // Inbound units are accepted work too (§4 first row, §14 step 3): none may be in flight.
     const safe = !!this.relocatedResult && this.window.ended && this.sources.size === 0 && this.inbound.inFlight === 0;
     if (safe && !this.host.status.safeToShutdown) this.host.publish({ safeToShutdown: true });
-  }
-
-  emitUnit(event: UnitEvent): void {
-    if (this.unitEvents.active) this.unitEvents.emit(event);
   }
 
   // ── target units (target/inbound.ts) ───────────────────────────────────────────────────
