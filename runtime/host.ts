@@ -8,7 +8,7 @@ import { shutdownMachine } from '../machines/shutdown.machine';
 import { LeaseHeldError } from '../stores/lease-held-error';
 import type { NodeDescriptor, NodeRef, OwnerLease, Stores } from '../stores/types';
 import { createTransport } from '../transport';
-import type { PeerInfo, Transport } from '../transport/types';
+import type { PeerInfo, RuntimeMessage, Transport } from '../transport/types';
 import { systemClock, type Clock } from './clock';
 import type { ObjectRef, RequestOptions } from './context';
 import { abortReason, AdmissionError, ArgumentError, NodeIdInUseError, raceAbort, RequestError } from './errors';
@@ -35,6 +35,7 @@ import { FrameworkRuntimeState, nameOf, TerminationOutcome, TerminationReason } 
 import type { ObjectDefinition } from './definitions';
 import { describeTypes } from './relocation/compatibility';
 import { tagInspection } from './inspection';
+import { componentOf, createComponents, type ComponentPorts, type HostComponent } from './components';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -84,6 +85,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
   readonly objects: ObjectServer;
   readonly router: Router;
   readonly relocation: RelocationCoordinator;
+  /** STREAM, ClientServer, fanout, multicast (runtime/components): coordinated with the objects (§4, §14, §15). */
+  readonly components: readonly HostComponent[];
   transport: Transport | undefined;
   lease: OwnerLease | undefined;
   endpoints: Record<string, string> = {};
@@ -124,6 +127,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
         const patch = this.transitionPatch;
         this.transitionPatch = {};
         this.publisher.publish(state === FrameworkRuntimeState.Stopped ? { ...patch, ...this.terminalPatch, state } : { ...patch, state });
+        // Components are built after the machine starts (they need the router): the first Preparing is not theirs.
+        for (const c of this.components ?? []) c.onStateChange?.(state);
       }
     });
     this.lifecycle.start();
@@ -150,7 +155,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
       placementNode: (type) => this.placementNode(type),
       inboundRefusal: () => this.inboundRefusal(),
       staging: (key) => this.relocation.staging(key),
-      onControl: (from, message) => this.relocation.onControl(from, message),
+      onControl: (from, message) => this.onControl(from, message),
       connectWaitMs: Math.max(1000, options.timing.leaseMs),
       restoreValidityMs: options.timing.restoreValidityMs,
       requestDiscovery: () => void this.discover(),
@@ -166,6 +171,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
       logger: this.logger,
     });
     this.relocation = new RelocationCoordinator(this);
+    this.components = createComponents(options, this.componentPorts());
     this.stopUnitGauge = telemetry.addUnitStates((report) => {
       const units = this.relocation.diagnostics(0).units;
       // The in-flight source states are always reported (0 when empty): a gauge series that stopped being reported
@@ -327,7 +333,62 @@ export class Host implements FrameworkRuntime, RelocationHost {
       load: this.objects.size + this.relocation.inboundObjects,
       weight: this.options.weight,
       ...(this.options.maintenanceWave !== undefined ? { maintenanceWave: this.options.maintenanceWave } : {}),
+      ...this.describeComponents(),
     };
+  }
+
+  private describeComponents(): { components?: Record<string, unknown> } {
+    let described: Record<string, unknown> | undefined;
+    for (const c of this.components) {
+      const value = c.describe?.();
+      if (value !== undefined) (described ??= {})[c.name] = value;
+    }
+    return described ? { components: described } : {};
+  }
+
+  private componentPorts(): ComponentPorts {
+    const host = this;
+    return {
+      get self() {
+        return host.self;
+      },
+      nodeId: this.nodeId,
+      clock: this.clock,
+      logger: this.logger,
+      stores: this.stores,
+      state: () => this.state,
+      descriptors: () => this.descriptorSnapshot,
+      send: (peer, message) => this.transport?.send(peer, message) ?? false,
+      isReady: (peer) => this.transport?.peers(this.options.meshes[0]!.name).some((p) => p.state === 'Ready' && sameNode(p, peer)) ?? false,
+      transport: () => this.transport,
+      onUnitEvent: (listener) => this.relocation.unitEvents.on(listener),
+      republish: () => {
+        const state = this.state;
+        if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error) return;
+        void this.publishDescriptor(state).catch((error: unknown) => this.logger.warn({ err: error }, 'descriptor republish failed'));
+      },
+    };
+  }
+
+  /** Runtime messages that are not application traffic: component messages by name, the rest is relocation's. */
+  private onControl(from: NodeRef, message: RuntimeMessage): void {
+    const name = componentOf(message.t);
+    if (name === undefined) return this.relocation.onControl(from, message);
+    const component = this.components.find((c) => c.name === name);
+    if (component?.onMessage) component.onMessage(from, message);
+    else this.logger.debug({ peer: from.nodeId, type: message.t }, 'component message for no component here; dropped');
+  }
+
+  /** §4 topology: every manual registration (RouteMesh peers and each component's own). */
+  manualTopology(): readonly string[] {
+    const registrations: string[] = [];
+    if (this.transport?.hasManualPeers()) registrations.push('RouteMesh manual peer');
+    for (const c of this.components) registrations.push(...(c.manualTopology?.() ?? []));
+    return registrations;
+  }
+
+  async settleComponents(): Promise<void> {
+    await Promise.all(this.components.map((c) => c.settleAccepted?.()));
   }
 
   /** Writes the descriptor under the owner lease; false when the lease is not held. */
@@ -377,6 +438,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
       const list = await this.stores.descriptors.list();
       this.descriptorSnapshot = list;
       this.transport?.updatePeers(list.filter((d) => !(d.nodeId === this.nodeId && d.lifecycleGeneration === this.lifecycleGeneration)));
+      for (const c of this.components) c.onDescriptors?.(list);
       this.router.revalidateParked();
       this.wakePeerWaiters();
       return list;
@@ -393,6 +455,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
     // on every mesh is a target-selection condition (§5 order 5), not one for application messages.
     if (peer.state === 'Ready' && peer.mesh === this.options.meshes[0]!.name) this.router.onPeerReady(peer);
     this.relocation.onPeer(peer);
+    if (peer.state === 'Lost') for (const c of this.components) c.onPeerLost?.(peer);
     this.wakePeerWaiters();
   }
 
@@ -621,12 +684,15 @@ export class Host implements FrameworkRuntime, RelocationHost {
         publishDraining: step(async () => {
           await this.publishDescriptor(FrameworkRuntimeState.Draining);
         }),
-        drainAcceptedWork: step(async () => {
+        drainAcceptedWork: step(async (signal) => {
+          // Components' accepted work (handlers, events, session barriers) drains alongside the objects' (§14 step 3).
+          const components = Promise.all(this.components.map((c) => c.drain?.(signal)));
           // Messages this host accepted before the seal are handed on first (not dropped at the router's close).
           await this.router.whenIdle();
           await this.relocation.settled();
           await this.objects.settleInFlight();
           await this.objects.drain();
+          await components;
         }),
         closeSpots: step(async (signal) => {
           await this.objects.closeSpots('HostShutdown', signal);
@@ -701,6 +767,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
       await this.stores.descriptors.release(this.lease).catch((error: unknown) => failures.push(error));
       this.lease = undefined;
     }
+    // Component listeners and connections go after the descriptor that advertised them, before the transport.
+    for (const c of this.components) await c.close?.().catch((error: unknown) => failures.push(error));
     this.router.close();
     await this.transport?.close();
     this.objects.releaseAll();
@@ -709,16 +777,25 @@ export class Host implements FrameworkRuntime, RelocationHost {
 
   /** Past the deadline: release what is left without waiting on anything unbounded. */
   private async forceTeardown(): Promise<void> {
+    let forceCloseFailures: unknown[] | undefined;
     this.objects.stopTimers();
     this.relocation.close();
     this.stopLoops();
     this.router.close();
     const lease = this.lease;
     this.lease = undefined;
+    for (const c of this.components) {
+      try {
+        c.forceClose?.();
+      } catch (error) {
+        // Reported with the rest below; one component's failure does not keep the others or the transport open.
+        (forceCloseFailures ??= []).push(error);
+      }
+    }
     // Each release is attempted whatever the others do (one that throws at the call does not keep the transport
     // open); each wait is bounded, and its timer cleared once the wait is over, so nothing keeps the process alive.
     // What failed is reported once everything was attempted (the machine's forcing onError: still `done`).
-    const failures: unknown[] = [];
+    const failures: unknown[] = [...(forceCloseFailures ?? [])];
     const bounded = async (start: () => Promise<unknown> | undefined): Promise<void> => {
       let p: Promise<unknown> | undefined;
       try {

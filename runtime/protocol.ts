@@ -69,7 +69,7 @@ const reply = z.object({
   kind: z.enum(['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown']).optional(),
 });
 /** Relocation protocol messages are validated by runtime/relocation/protocol.ts. */
-const control = z.object({ t: z.string().regex(/^r\./) }).passthrough();
+const control = z.object({ t: z.string().regex(/^[rc]\./) }).passthrough();
 
 /**
  * Order marker (item 10): when this node's route for an object changes while earlier messages for it may still be
@@ -98,6 +98,8 @@ export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefi
   if (m.t === 'msg') return isEnvelope(m.env) ? (raw as RuntimeMessageParsed) : undefined;
   // Relocation protocol messages are validated by runtime/relocation/protocol.ts, once.
   if (typeof m.t === 'string' && m.t.startsWith('r.')) return raw as RuntimeMessageParsed;
+  // Component messages (runtime/components: `c.<component>.<message>`) are validated by their component.
+  if (typeof m.t === 'string' && m.t.startsWith('c.')) return raw as RuntimeMessageParsed;
   if (m.t === 'reply') {
     const ok =
       isText(m.id) &&

@@ -136,6 +136,8 @@ export const descriptorSchema = z
     load: count,
     weight: z.number().min(0),
     maintenanceWave: z.string().optional(),
+    /** Each host component's published fields (runtime/components), checked by that component when read. */
+    components: z.record(z.string(), z.unknown()).optional(),
   })
   .strict();
 export const leaseSchema = z.object({ nodeId: id, lifecycleGeneration: generation, token: z.string().min(16) }).strict();

@@ -136,4 +136,6 @@ export interface NodeDescriptor {
   readonly load: number;
   readonly weight: number;
   readonly maintenanceWave?: string;
+  /** Each host component's published fields by component name (STREAM session endpoint, ClientServer channels, …). */
+  readonly components?: Readonly<Record<string, unknown>>;
 }

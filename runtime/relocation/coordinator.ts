@@ -286,7 +286,7 @@ export class RelocationCoordinator {
     if (!host.lease || !(await host.stores.descriptors.renew(host.lease, host.options.timing.leaseMs)))
       return { kind: 'blocked', reason: RelocationReason.StoreUnavailable };
     for (const o of host.objects.values()) if (o.def.relocation.kind === 'disable') return { kind: 'blocked', reason: RelocationReason.RelocationDisabled };
-    if (host.transport?.hasManualPeers()) return { kind: 'blocked', reason: RelocationReason.ManualTopologyUnsupported };
+    if (host.manualTopology().length > 0) return { kind: 'blocked', reason: RelocationReason.ManualTopologyUnsupported };
     return { kind: 'ready', hasUnits: host.objects.size > 0 };
   }
 
@@ -336,6 +336,7 @@ export class RelocationCoordinator {
 
   /** Admissions (ObjectServer in-flight work) and inbound units (target units) accepted so far have settled. */
   private async settleAccepted(): Promise<void> {
+    await this.host.settleComponents();
     for (;;) {
       await this.host.objects.settleInFlight();
       if (this.inbound.inFlight === 0) return;

@@ -38,7 +38,7 @@ export interface RelocationDiagnostics {
 }
 
 export interface DiagnosticsView {
-  readonly host: Pick<RelocationHost, 'state' | 'status' | 'objects' | 'transport'>;
+  readonly host: Pick<RelocationHost, 'state' | 'status' | 'objects' | 'manualTopology'>;
   readonly operation?: { mode: number; targetApplicationVersion: number; state: StateValue; target?: NodeRef };
   readonly lastSelection?: SelectionResult['survivors'];
   readonly lastInventory?: RelocationDiagnostics['lastInventory'];
@@ -78,7 +78,7 @@ export function relocationDiagnostics(view: DiagnosticsView, limit: number): Rel
     if (waiting) add(unit.plan.root.key, waiting);
   }
   for (const unit of view.inbound.inFlightUnits()) add(unit.keys[0] ?? unit.id, 'inbound relocation unit in flight (it settles before this host fixes its own inventory)');
-  if (host.transport?.hasManualPeers()) add('topology', 'ManualTopologyUnsupported');
+  if (host.manualTopology().length > 0) add('topology', 'ManualTopologyUnsupported');
   return {
     state: nameOf(FrameworkRuntimeState, host.state),
     safeToShutdown: host.status.safeToShutdown,

@@ -95,6 +95,10 @@ export interface RelocationHost {
   readonly transport: Transport | undefined;
   /** The owner lease of this run (§1.1), while held. */
   readonly lease: OwnerLease | undefined;
+  /** §4 topology: manual registrations of every component (RouteMesh peers, ClientServer client endpoints, fanout endpoints). */
+  manualTopology(): readonly string[];
+  /** §4 first row: accepted component work (session binding, placement) finishes before the inventory is fixed. */
+  settleComponents(): Promise<void>;
   /** §3 lifecycle: the host's state changes only through its machine. */
   readonly state: FrameworkRuntimeState;
   readonly status: RuntimeStatus;

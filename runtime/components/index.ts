@@ -1,0 +1,15 @@
+/**
+ * The host's components, in the order the host builds, drains and closes them. Each component lives in its own
+ * folder beside this file and adds its factory here.
+ */
+import type { ResolvedRuntimeOptions } from '../options';
+import type { ComponentPorts, HostComponent } from './component';
+
+export type { ComponentPorts, HostComponent, ComponentFactory } from './component';
+export { componentOf, componentMessageType, COMPONENT_MESSAGE_PREFIX } from './component';
+
+export function createComponents(options: ResolvedRuntimeOptions, ports: ComponentPorts): HostComponent[] {
+  void options;
+  void ports;
+  return [];
+}
