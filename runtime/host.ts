@@ -629,7 +629,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
   }
 
   serve<Req = unknown, Rep = unknown>(channel: string, handler: ServeHandler<Req, Rep>, options?: ServeOptions): Promise<ServerRegistration> {
-    return this.clientServer.serve(channel, handler as ServeHandler<unknown, unknown>, options);
+    return this.clientServer.serve(channel, handler, options);
   }
 
   call<Rep = unknown>(channel: string, request: unknown, options?: CallOptions): Promise<Rep> {

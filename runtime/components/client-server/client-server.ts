@@ -132,7 +132,7 @@ export class ClientServer implements HostComponent {
 
   // ── public operations (host.serve / host.call / host.registerManualClientEndpoint) ─────────────────
 
-  async serve(channel: string, handler: ServeHandler<unknown, unknown>, options?: ServeOptions): Promise<ServerRegistration> {
+  async serve<Req, Rep>(channel: string, handler: ServeHandler<Req, Rep>, options?: ServeOptions): Promise<ServerRegistration> {
     checkChannelName(channel, 'channel');
     if (typeof handler !== 'function') throw new ArgumentError('handler', 'must be a function (request, info) => reply');
     if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ArgumentError('options', 'must be an object');
@@ -143,7 +143,8 @@ export class ClientServer implements HostComponent {
     if (this.closed || state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error)
       throw new AdmissionError(STATE_NAME(state), `serve is not admitted while the host is ${STATE_NAME(state)}`);
     if (this.servers.has(channel)) throw new ArgumentError('channel', `'${channel}' is already served on this host; close that registration first`);
-    const server: Server = { channel, weight: options?.weight ?? 1, handler, open: true, accepted: new Set(), idle: new Set() };
+    // The request is whatever the caller sent (decoded); its type is the application's contract with its callers.
+    const server: Server = { channel, weight: options?.weight ?? 1, handler: handler as ServeHandler<unknown, unknown>, open: true, accepted: new Set(), idle: new Set() };
     this.servers.set(channel, server);
     // Resolves once the descriptor that lists it is written: any client that reads descriptors from now on sees it.
     await this.ports.republish();
@@ -566,15 +567,18 @@ export class ClientServer implements HostComponent {
   /** §15 for a call arriving at this host's server; undefined = run it. */
   private admission(channel: string, direct: boolean): Refusal | undefined {
     const state = this.ports.state();
-    if (this.closed || state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped)
-      return { k: 'shutdown', e: `node '${this.ports.nodeId}' is shutting down: its servers admit no new calls` };
-    if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Error) return { k: 'unavailable', e: `node '${this.ports.nodeId}' is not ready` };
     const server = this.servers.get(channel);
     if (!direct) {
-      if (state !== FrameworkRuntimeState.Serving) return { k: 'not-selectable', e: `node '${this.ports.nodeId}' is ${STATE_NAME(state)}: excluded from new selection` };
+      // A select-one caller chose this host from a stale snapshot: it picks another server (in Draining too — only
+      // a caller that named this node gets the shutdown result).
+      if (this.closed || state !== FrameworkRuntimeState.Serving)
+        return { k: 'not-selectable', e: `node '${this.ports.nodeId}' is ${STATE_NAME(this.closed ? FrameworkRuntimeState.Stopped : state)}: excluded from new selection` };
       if (!server?.open) return { k: 'not-selectable', e: `node '${this.ports.nodeId}' no longer serves channel '${channel}'` };
       return undefined;
     }
+    if (this.closed || state === FrameworkRuntimeState.Draining || state === FrameworkRuntimeState.Stopped)
+      return { k: 'shutdown', e: `node '${this.ports.nodeId}' is shutting down: its servers admit no new calls` };
+    if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Error) return { k: 'unavailable', e: `node '${this.ports.nodeId}' is not ready` };
     if (state === FrameworkRuntimeState.Relocated)
       return { k: 'unavailable', e: `node '${this.ports.nodeId}' is Relocated: it has no local stateful owner and accepts no new Node direct requests` };
     if (!server?.open) return { k: 'not-found', e: `node '${this.ports.nodeId}' does not serve channel '${channel}'` };
