@@ -44,9 +44,18 @@ export const Closer = defineSpot<object>({
   },
 });
 export const closingCalls = () => closing.calls;
+
+/** A plain preserved Spot: something for a Relocate to move. */
+export const Plain = defineSpot<{ n: number }>({
+  type: 'CsPlain',
+  kind: 'user',
+  relocation: json(),
+  create: () => ({ n: 0 }),
+  receive: (state) => ++state.n,
+});
 export const openClosing = () => closing.open();
 
-export const TYPES = [Gate, Closer];
+export const TYPES = [Gate, Closer, Plain];
 export const S = FrameworkRuntimeState;
 export const PM = RelocationMode.PlannedMaintenance;
 
