@@ -10,7 +10,6 @@ import {
   RequestError,
   TerminationOutcome,
   TerminationReason,
-  type FrameworkRuntime,
 } from '../../runtime';
 import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
 import { outcome, PM, S, serverHandler, spread, TYPES } from './support';

@@ -449,7 +449,7 @@ export class ClientServer implements HostComponent {
         }
         if (tried.has(nodeKey(ref))) continue;
         const state = this.peerState(ref);
-        if (state === 'Ready') ready.push({ target: ref, weight: readServers(byNode.get(ref.nodeId)?.components)?.get(channel) ?? 1 });
+        if (state === 'Ready') ready.push({ target: ref, weight: serversOf(byNode.get(ref.nodeId))?.get(channel) ?? 1 });
         else if (state === 'Draining') excluded.Draining = (excluded.Draining ?? 0) + 1;
         else waiting++;
       }
@@ -459,7 +459,7 @@ export class ClientServer implements HostComponent {
     if (own?.open && this.ports.state() === FrameworkRuntimeState.Serving && !tried.has(nodeKey(this.ports.self))) ready.push({ target: 'local', weight: own.weight });
     for (const d of byNode.values()) {
       if (d.nodeId === this.ports.nodeId) continue;
-      const weight = readServers(d.components)?.get(channel);
+      const weight = serversOf(d)?.get(channel);
       if (weight === undefined) continue;
       if (d.state !== FrameworkRuntimeState.Serving) {
         const state = STATE_NAME(d.state);
@@ -660,12 +660,28 @@ function handlerFailed(error: unknown): Refusal {
   return { k: 'handler', e: error instanceof Error ? error.message : String(error) };
 }
 
+/** One entry: every call between two discovery rounds reads the same snapshot (the list is replaced, never changed). */
+let latestCache: { list: readonly NodeDescriptor[]; byNode: Map<string, NodeDescriptor> } | undefined;
+
 /** The newest run of each nodeId in a descriptor list (an older run may still be listed until its lease expires). */
 function latest(descriptors: readonly NodeDescriptor[]): Map<string, NodeDescriptor> {
+  if (latestCache?.list === descriptors) return latestCache.byNode;
   const byNode = new Map<string, NodeDescriptor>();
   for (const d of descriptors) {
     const seen = byNode.get(d.nodeId);
     if (!seen || seen.lifecycleGeneration < d.lifecycleGeneration) byNode.set(d.nodeId, d);
   }
+  latestCache = { list: descriptors, byNode };
   return byNode;
+}
+
+const serversCache = new WeakMap<NodeDescriptor, ReadonlyMap<string, number> | undefined>();
+
+/** The servers a descriptor lists, read once per descriptor object. */
+function serversOf(d: NodeDescriptor | undefined): ReadonlyMap<string, number> | undefined {
+  if (!d) return undefined;
+  if (serversCache.has(d)) return serversCache.get(d);
+  const servers = readServers(d.components);
+  serversCache.set(d, servers);
+  return servers;
 }
