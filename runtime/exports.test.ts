@@ -13,7 +13,11 @@ test('errors and defaults a user needs are exported from the entry', () => {
   const listener: zlink.HostEventListener = () => undefined;
   const unit: zlink.UnitListener = () => undefined;
   const defs: zlink.ObjectDefinition[] = [];
-  expect([redis, memory, logger, listener, unit, defs]).toHaveLength(6);
+  const serve: zlink.ServeHandler<{ n: number }, number> = (request, info: zlink.ServeInfo) => (info.signal.aborted ? 0 : request.n);
+  const serveOptions: zlink.ServeOptions = { weight: 2 };
+  const callOptions: zlink.CallOptions = { node: 'n', timeoutMs: 1, signal: new AbortController().signal };
+  const registration: zlink.ServerRegistration | undefined = undefined;
+  expect([redis, memory, logger, listener, unit, defs, serve, serveOptions, callOptions, registration]).toHaveLength(10);
 });
 
 test('diagnostics phases are readable state paths, not JSON', () => {

@@ -36,6 +36,7 @@ import type { ObjectDefinition } from './definitions';
 import { describeTypes } from './relocation/compatibility';
 import { tagInspection } from './inspection';
 import { componentOf, createComponents, type ComponentPorts, type HostComponent } from './components';
+import { CLIENT_SERVER, type CallOptions, type ClientServer, type ServeHandler, type ServeOptions, type ServerRegistration } from './components/client-server';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -59,6 +60,18 @@ export interface FrameworkRuntime {
   on(event: typeof UNIT_CHANGED, listener: UnitListener): () => void;
   /** Manual topology (§4): registering one makes Relocate end Blocked/ManualTopologyUnsupported. */
   registerManualPeer(mesh: string, endpoint: string): void;
+  /**
+   * ClientServer: registers a server under a ChannelName (published in this host's descriptor; resolves once
+   * published). The handler's return value is the reply.
+   */
+  serve<Req = unknown, Rep = unknown>(channel: string, handler: ServeHandler<Req, Rep>, options?: ServeOptions): Promise<ServerRegistration>;
+  /** ClientServer call: select-one among the servers of the channel by weight, or Node direct with `options.node`. */
+  call<Rep = unknown>(channel: string, request: unknown, options?: CallOptions): Promise<Rep>;
+  /**
+   * Manual topology (§4): calls on `channel` go to the node at this mesh endpoint instead of discovered servers;
+   * registering one makes Relocate end Blocked/ManualTopologyUnsupported.
+   */
+  registerManualClientEndpoint(channel: string, endpoint: string): void;
 }
 
 const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
@@ -253,7 +266,10 @@ export class Host implements FrameworkRuntime, RelocationHost {
           onPayload: (from, id, result) => this.relocation.onPayload(from, id, result),
           onPeer: (peer) => this.onPeer(peer),
           onPeerLeaving: (peer) => this.router.onPeerLeaving(peer),
-          onConnectionLost: (peer, info) => this.router.onConnectionLost(peer, info),
+          onConnectionLost: (peer, info) => {
+            this.router.onConnectionLost(peer, info);
+            for (const c of this.components) c.onConnectionLost?.(peer, info);
+          },
         },
       });
       this.endpoints = await this.transport.start();
@@ -362,10 +378,10 @@ export class Host implements FrameworkRuntime, RelocationHost {
       isReady: (peer) => this.transport?.peers(this.options.meshes[0]!.name).some((p) => p.state === 'Ready' && sameNode(p, peer)) ?? false,
       transport: () => this.transport,
       onUnitEvent: (listener) => this.relocation.unitEvents.on(listener),
-      republish: () => {
+      republish: async () => {
         const state = this.state;
         if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error) return;
-        void this.publishDescriptor(state).catch((error: unknown) => this.logger.warn({ err: error }, 'descriptor republish failed'));
+        await this.publishDescriptor(state).catch((error: unknown) => this.logger.warn({ err: error }, 'descriptor republish failed'));
       },
     };
   }
@@ -453,7 +469,10 @@ export class Host implements FrameworkRuntime, RelocationHost {
     this.logPeer(peer);
     // Runtime messages use the primary mesh: what waited for this peer flushes once it is Ready there. Being Ready
     // on every mesh is a target-selection condition (§5 order 5), not one for application messages.
-    if (peer.state === 'Ready' && peer.mesh === this.options.meshes[0]!.name) this.router.onPeerReady(peer);
+    if (peer.state === 'Ready' && peer.mesh === this.options.meshes[0]!.name) {
+      this.router.onPeerReady(peer);
+      for (const c of this.components) c.onPeerReady?.(peer);
+    }
     this.relocation.onPeer(peer);
     if (peer.state === 'Lost') for (const c of this.components) c.onPeerLost?.(peer);
     this.wakePeerWaiters();
@@ -601,6 +620,24 @@ export class Host implements FrameworkRuntime, RelocationHost {
     checkId(endpoint, 'endpoint');
     if (!this.options.meshes.some((m) => m.name === mesh)) throw new ArgumentError('mesh', `this host has no mesh '${mesh}'`);
     this.transport?.registerManualPeer(mesh, endpoint);
+  }
+
+  // ── ClientServer (runtime/components/client-server) ─────────────────────────────────────────
+
+  private get clientServer(): ClientServer {
+    return this.components.find((c) => c.name === CLIENT_SERVER) as ClientServer;
+  }
+
+  serve<Req = unknown, Rep = unknown>(channel: string, handler: ServeHandler<Req, Rep>, options?: ServeOptions): Promise<ServerRegistration> {
+    return this.clientServer.serve(channel, handler, options);
+  }
+
+  call<Rep = unknown>(channel: string, request: unknown, options?: CallOptions): Promise<Rep> {
+    return this.clientServer.call(channel, request, options) as Promise<Rep>;
+  }
+
+  registerManualClientEndpoint(channel: string, endpoint: string): void {
+    this.clientServer.registerManualClientEndpoint(channel, endpoint);
   }
 
   on(event: HostEventName, listener: HostEventListener): () => void;

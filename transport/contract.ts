@@ -348,6 +348,31 @@ export function describeTransportContract(h: ContractHarness): void {
       expect(a.transport.hasManualPeers()).toBe(false); // inbound connections are not registrations
     });
 
+    it('a component endpoint (connectEndpoint) is dialed like a manual peer but not counted as one; peerAt names the run behind it', async () => {
+      const a = await node('a');
+      const c = await node('c');
+      expect(() => c.transport.connectEndpoint!('nope', a.endpoints.main!)).toThrow(TypeError);
+      expect(() => c.transport.connectEndpoint!('main', h.kind === 'ws' ? 'memory://x/1/main' : 'ws://127.0.0.1:9')).toThrow(TypeError);
+      expect(c.transport.peerAt!('main', a.endpoints.main!)).toBeUndefined();
+      c.transport.connectEndpoint!('main', a.endpoints.main!);
+      await waitFor(() => ready(a, c), 'c reaches a through the endpoint');
+      expect(c.transport.peerAt!('main', a.endpoints.main!)).toEqual(a.ref);
+      expect(c.transport.peers('main')[0]).toMatchObject({ nodeId: 'a', source: 'manual', state: 'Ready' });
+      expect(c.transport.hasManualPeers()).toBe(false); // the component owns that registration (§4)
+      c.transport.send(a.ref, { t: 'over-endpoint' });
+      await waitFor(() => a.messages().length === 1, 'message over the endpoint connection');
+    });
+
+    it('an endpoint whose run already dialed this node: the refused duplicate dial still learns who listens there', async () => {
+      const [a, b] = await pair(); // a (the smaller run) dialed b
+      b.transport.connectEndpoint!('main', a.endpoints.main!); // b's dial loses the connection rule
+      await waitFor(() => b.transport.peerAt!('main', a.endpoints.main!) !== undefined, 'identity learned');
+      expect(b.transport.peerAt!('main', a.endpoints.main!)).toEqual(a.ref);
+      await ticks(100);
+      expect(ready(a, b)).toBe(true); // the kept connection was not disturbed
+      expect(a.transport.peers('main')).toEqual([expect.objectContaining({ nodeId: 'b', state: 'Ready' })]);
+    });
+
     it('close is idempotent and rejects pending operations; nothing fires afterwards', async () => {
       const [a, b] = await pair({ budget: 100_000 });
       const held = await a.transport.acquireBudget(b.ref, 100_000);

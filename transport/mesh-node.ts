@@ -138,6 +138,12 @@ export class MeshNode implements ConnectionOwner {
     if (!this.isSealed()) d.kick();
   }
 
+  /** The run reached through a dialed endpoint: announced by its descriptor, or learned from its challenge. */
+  identityAt(endpoint: string): NodeRef | undefined {
+    const id = this.dialers.get(endpoint)?.identity;
+    return id && { nodeId: id.nodeId, lifecycleGeneration: id.lifecycleGeneration };
+  }
+
   private addDialer(endpoint: string): Dialer {
     const d = new Dialer(endpoint, this.ctx, (x) => this.wanted(x), (x) => this.dial(x));
     this.dialers.set(endpoint, d);
@@ -177,6 +183,18 @@ export class MeshNode implements ConnectionOwner {
   // ---- ConnectionOwner -------------------------------------------------------------------------------------
 
   judge(conn: Connection, peer: PeerIdentity): CloseCode | undefined {
+    const verdict = this.verdict(conn, peer);
+    // A manual dial refused as a duplicate (the peer's own dial won) still learned who listens at its endpoint: the
+    // dialer then waits until that run's live connection drops instead of redialing it in a loop, and the endpoint's
+    // identity is known (peerAt).
+    if (verdict === CloseCode.Duplicate && conn.outbound) {
+      const d = this.dialerOf.get(conn);
+      if (d && !d.expected) d.learned = { nodeId: peer.nodeId, lifecycleGeneration: peer.lifecycleGeneration };
+    }
+    return verdict;
+  }
+
+  private verdict(conn: Connection, peer: PeerIdentity): CloseCode | undefined {
     if (peer.nodeId === this.ctx.self.nodeId) return CloseCode.UnexpectedPeer; // our own endpoint (or an older run of us)
     const expected = this.dialerOf.get(conn)?.expected;
     if (expected && !sameRef(expected, peer)) return CloseCode.UnexpectedPeer; // endpoint now serves another run

@@ -32,6 +32,8 @@ export class MeshTransport implements Transport {
   private readonly budgets = new Map<string, PayloadBudget>();
   private readonly descriptorGens = new Map<string, number>();
   private readonly manual: { mesh: string; endpoint: string }[] = [];
+  /** Endpoints dialed for components (connectEndpoint): dialed like manual peers, not counted as RouteMesh peers. */
+  private readonly dialed: { mesh: string; endpoint: string }[] = [];
   private lastSnapshot: readonly NodeDescriptor[] | undefined;
   private startPromise: Promise<Record<string, string>> | undefined;
   private started = false;
@@ -99,7 +101,7 @@ export class MeshTransport implements Transport {
       for (const node of this.nodes) endpoints[node.mesh.name] = await node.listen();
       if (this.closing) throw new TransportClosedError('start');
       this.started = true;
-      for (const m of this.manual) this.byName.get(m.mesh)!.registerManual(m.endpoint);
+      for (const m of [...this.manual, ...this.dialed]) this.byName.get(m.mesh)!.registerManual(m.endpoint);
       if (this.lastSnapshot) this.updatePeers(this.lastSnapshot);
       return endpoints;
     })();
@@ -135,6 +137,19 @@ export class MeshTransport implements Transport {
     if (this.manual.some((m) => m.mesh === mesh && m.endpoint === endpoint)) return;
     this.manual.push({ mesh, endpoint });
     if (this.started && !this.closing) node.registerManual(endpoint);
+  }
+
+  connectEndpoint(mesh: string, endpoint: string): void {
+    const node = this.byName.get(mesh);
+    if (!node) throw new TypeError(`connectEndpoint: unknown mesh ${mesh}; configured: ${[...this.byName.keys()].join(', ')}`);
+    if (!this.provider.canDial(endpoint)) throw new TypeError(`connectEndpoint: ${endpoint} is not a ${this.provider.kind} endpoint`);
+    if (this.dialed.some((m) => m.mesh === mesh && m.endpoint === endpoint)) return;
+    this.dialed.push({ mesh, endpoint });
+    if (this.started && !this.closing) node.registerManual(endpoint);
+  }
+
+  peerAt(mesh: string, endpoint: string): NodeRef | undefined {
+    return this.byName.get(mesh)?.identityAt(endpoint);
   }
 
   hasManualPeers(): boolean {

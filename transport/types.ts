@@ -108,6 +108,14 @@ export interface Transport {
   /** Manual topology: a peer registered by hand. Registration alone makes preflight refuse (§4). */
   registerManualPeer(mesh: string, endpoint: string): void;
   hasManualPeers(): boolean;
+  /**
+   * Dials `endpoint` by hand like a manual peer (same dialer, backoff and connection rule) for a component's manual
+   * endpoint — a ClientServer client endpoint, a fanout subscriber endpoint. The §4 registration is that
+   * component's, so hasManualPeers() does not count it. Optional so other implementations stay valid.
+   */
+  connectEndpoint?(mesh: string, endpoint: string): void;
+  /** The run this node reaches through a dialed endpoint (from the descriptor or the endpoint's challenge); undefined before. */
+  peerAt?(mesh: string, endpoint: string): NodeRef | undefined;
   /** Core peer table snapshot of one mesh, or of every mesh. */
   peers(mesh?: string): PeerInfo[];
   /** §5 order 5: the peer with exactly this RID and generation is Admitted and Ready on every mesh. */

@@ -43,8 +43,11 @@ export interface ComponentPorts {
   transport(): Transport | undefined;
   /** Per-unit relocation events of this host (S0–S4 on the source, S2/S3 on the target). */
   onUnitEvent(listener: (event: UnitEvent) => void): () => void;
-  /** Ask the host to republish its descriptor (a component's published fields changed). */
-  republish(): void;
+  /**
+   * Ask the host to republish its descriptor (a component's published fields changed). Resolves once it was written
+   * (or could not be: that is logged; it never rejects), so a component can tell its caller "published".
+   */
+  republish(): Promise<void>;
 }
 
 export interface HostComponent {
@@ -64,6 +67,13 @@ export interface HostComponent {
   onMessage?(from: NodeRef, message: RuntimeMessage): void;
   /** A peer's connection was lost or the peer left. */
   onPeerLost?(peer: NodeRef): void;
+  /** A peer became Ready on the primary mesh (work waiting for its connection can go now). */
+  onPeerReady?(peer: NodeRef): void;
+  /**
+   * The primary-mesh connection to `peer` closed (also for a Draining peer, whose record stays Draining): what was
+   * sent over it and not answered may never be (`announced`: the peer said goodbye first, after reading everything).
+   */
+  onConnectionLost?(peer: NodeRef, info: { readonly announced: boolean }): void;
   /** §14 step 3: accepted work reaches its terminal; the signal aborts at the shutdown deadline. */
   drain?(signal: AbortSignal): Promise<void>;
   /** §14 step 5: release listeners, connections and records, in order. */
