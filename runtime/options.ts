@@ -8,6 +8,7 @@ import { advertisedEndpoint, isUnspecifiedHost } from '../transport/address';
 import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
+import { closestName } from './closest-name';
 import { ArgumentError, RelocationArgumentError } from './errors';
 import { consoleLogger, loggerFromLogFn, type LogFn, type Logger } from './logger';
 import type { RelocationOptions } from '../vocabulary';
@@ -141,29 +142,7 @@ const runtimeOptionsSchema = z.object({
 const RUNTIME_OPTION_NAMES = Object.keys(runtimeOptionsSchema.shape);
 const MESH_OPTION_NAMES = ['name', 'listen', 'advertise', 'sharedKey', 'tls'];
 
-/** The known name closest to `name` (edit distance at most a third of its length, at least 2), if any. */
-export function closestName(name: string, known: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
-  for (const candidate of known) {
-    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length]!;
-}
+export { closestName };
 
 function unknownOption(path: readonly PropertyKey[], key: string, known: readonly string[] | undefined, where: string): ArgumentError {
   const suggestion = known ? closestName(key, known) : undefined;
