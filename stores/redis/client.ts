@@ -65,7 +65,7 @@ export class RedisClient {
     if (settings.cluster) {
       this.redis = new Cluster(settings.cluster.nodes.map(({ host, port }) => ({ host, port })), clusterOptions(settings.cluster.options ?? {}, connection, reconnect));
       this.clustered = true;
-      this.where = `the redis cluster at ${settings.cluster.nodes.map(({ host, port }) => `${host}:${port}`).join(',')}`;
+      this.where = `cluster ${settings.cluster.nodes.map(({ host, port }) => `${host}:${port}`).join(',')}`;
       // A node connection's failure (refused, reset); the cluster's own 'error' covers "all nodes failed".
       this.redis.on('node error', (error: unknown) => {
         this.lastError = error;
@@ -208,5 +208,8 @@ export function rejected(what: string, error: Error): StoreUnavailableError {
 }
 
 export function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error ?? 'unknown error');
+  if (!(error instanceof Error)) return String(error ?? 'unknown error');
+  // ioredis's ClusterAllFailedError ("Failed to refresh slots cache.") carries the reason of the last node tried.
+  const last = (error as { lastNodeError?: unknown }).lastNodeError;
+  return last instanceof Error ? `${error.message} (last node: ${last.message})` : error.message;
 }

@@ -176,7 +176,7 @@ describeWithCluster('redis cluster provider', (nodes) => {
         const cas = dead.location.cas({ object: actor(), opId: 'o', expectedAuthorityGeneration: 1 });
         await expect(cas).rejects.toMatchObject({ name: 'StoreUnavailableError', outcomeUnknown: false });
         await expect(dead.location.get(actor())).rejects.toBeInstanceOf(StoreUnavailableError);
-        await expect(dead.ping()).rejects.toThrow(/redis cluster at 127\.0\.0\.1:1/);
+        await expect(dead.ping()).rejects.toThrow(/redis not reachable at cluster 127\.0\.0\.1:1: /);
       } finally {
         await dead.close();
       }
