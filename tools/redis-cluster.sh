@@ -49,9 +49,12 @@ healthy() {
 
 stop_nodes() {
   local p
+  # Refuse before touching anything: a foreign Redis on one port must not cost us the others.
+  for p in "${PORTS[@]}"; do
+    ! answers "$p" || ours "$p" || die "$HOST:$p is a Redis that is not ours (its dir is not $BASE/$p); set ZLINK_CLUSTER_PORTS to free ports"
+  done
   for p in "${PORTS[@]}"; do
     if answers "$p"; then
-      ours "$p" || die "127.0.0.1:$p is a Redis that is not ours (its dir is not $BASE/$p); set ZLINK_CLUSTER_PORTS to free ports"
       cli "$p" shutdown nosave >/dev/null || true
       for _ in $(seq 1 50); do answers "$p" || break; sleep 0.1; done
       ! answers "$p" || die "node 127.0.0.1:$p did not shut down"
@@ -111,6 +114,7 @@ case "${1:-}" in
     exec 9>"$BASE.lock"
     flock -w 180 9 || die "could not take $BASE.lock"
     stop_nodes
+    rm -f "$BASE/create.log"
     say "stopped" ;;
   status) status ;;
   nodes) nodes_value ;;
