@@ -199,7 +199,8 @@ export class RedisClient {
  * the caller instead (Pipeline#fillResult), so every command after a resharding would fail once.
  * Re-sends ioredis does by itself (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, a node connection closed mid-command) are
  * harmless: a redirected command did not run, and every zlink write is idempotent per attempt (op guard, writer
- * token, lease token, ordered publish) -- the same property that makes a late replay harmless (guarded.ts).
+ * token, lease token, ordered publish, install over older generations only; an INCR run twice skips a lifecycle
+ * generation, which is fine) -- the same property that makes a late replay harmless (guarded.ts).
  */
 function clusterOptions(options: RedisClusterOptions, connection: RedisOptions, reconnect: (times: number) => number): ClusterOptions {
   return {
