@@ -52,7 +52,7 @@ export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from 
 export type { NodeInspectionEvent } from './inspection';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores, REDIS_STORE_DEFAULTS, MEMORY_STORE_DEFAULTS, LeaseHeldError } from '../stores';
-export type { RedisStoresOptions, MemoryStoresOptions, MemoryStores } from '../stores';
+export type { RedisStoresOptions, RedisClusterNode, RedisClusterOptions, MemoryStoresOptions, MemoryStores } from '../stores';
 export type { Stores, NodeRef, RequestTerminal } from '../stores/types';
 export { StoreUnavailableError, DataLostError } from '../stores/types';
 export type { MeshConfig, TransportFactory, TransportOptions, Transport } from '../transport/types';

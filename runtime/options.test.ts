@@ -187,6 +187,41 @@ describe('parseRuntimeOptions', () => {
     const timing = thrown(() => parseRuntimeOptions({ ...base, timing: { leasMs: 5 } }));
     expect(timing.error.message).toMatch(/did you mean 'leaseMs'\?/);
   });
+
+  describe('meshes[].tls: only what the ws transport implements, and only where it takes effect', () => {
+    const listen = { host: '127.0.0.1', port: 0 };
+    const pem = '-----BEGIN TEST-----';
+    const tlsMesh = (tls: unknown, withListen = true) => ({ ...base, meshes: [{ name: 'm', ...(withListen && { listen }), tls }] });
+
+    test.each([
+      ['key + cert (a wss:// listener), PEM strings', { key: pem, cert: pem }],
+      ['key + cert + ca + rejectUnauthorized, Buffers', { key: Buffer.from(pem), cert: Buffer.from(pem), ca: Buffer.from(pem), rejectUnauthorized: false }],
+      ['ca alone (trust for wss:// peers, e.g. behind a TLS-terminating proxy)', { ca: pem }],
+    ])('%s is accepted', (_name, tls) => {
+      expect(parseRuntimeOptions(tlsMesh(tls)).meshes[0]!.tls).toEqual(tls);
+    });
+
+    test.each([
+      ['an option the transport does not implement (passed through before)', { key: pem, cert: pem, passphrase: 'x' }, 'meshes.0.tls.passphrase', /is not an option here \(known: key, cert, ca, rejectUnauthorized\)/],
+      ['a misspelt field', { key: pem, cert: pem, rejectUnauthorised: false }, 'meshes.0.tls.rejectUnauthorised', /did you mean 'rejectUnauthorized'\?/],
+      ['key without cert (would leave the listener plain ws://)', { key: pem }, 'meshes.0.tls.cert', /is required with tls\.key/],
+      ['cert without key', { cert: pem, ca: pem }, 'meshes.0.tls.key', /is required with tls\.cert/],
+      ['a key that is neither text nor bytes', { key: 1, cert: pem }, 'meshes.0.tls.key', /PEM string or a Buffer/],
+      ['rejectUnauthorized as a string', { ca: pem, rejectUnauthorized: 'false' }, 'meshes.0.tls.rejectUnauthorized', /boolean/],
+      ['tls that is not an object', 'on', 'meshes.0.tls', /object/],
+    ])('%s → ArgumentError naming %s', (_name, tls, field, rule) => {
+      const { error } = thrown(() => parseRuntimeOptions(tlsMesh(tls)));
+      expect(error).toBeInstanceOf(ArgumentError);
+      expect(error.field).toBe(field);
+      expect(error.message).toMatch(rule);
+    });
+
+    test('tls on an in-process mesh (no listen) is refused: there is no socket to secure', () => {
+      const { error } = thrown(() => parseRuntimeOptions(tlsMesh({ key: pem, cert: pem }, false)));
+      expect(error.field).toBe('meshes.0.tls');
+      expect(error.message).toMatch(/needs listen/);
+    });
+  });
 });
 
 describe('parseRuntimeOptions: logger', () => {

@@ -8,6 +8,7 @@ import { advertisedEndpoint, isUnspecifiedHost } from '../transport/address';
 import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
+import { closestName } from './closest-name';
 import { ArgumentError, RelocationArgumentError } from './errors';
 import { consoleLogger, loggerFromLogFn, type LogFn, type Logger } from './logger';
 import type { RelocationOptions } from '../vocabulary';
@@ -85,6 +86,8 @@ export interface RuntimeOptions {
 }
 
 const positiveMs = z.number().finite().positive().max(MAX_DELAY_MS);
+/** PEM text or its bytes (what https.createServer and tls.connect take). */
+const keyMaterial = z.union([z.string(), z.instanceof(Buffer)], 'must be a PEM string or a Buffer');
 const id = z.string().min(1).max(256);
 
 const runtimeOptionsSchema = z.object({
@@ -101,7 +104,15 @@ const runtimeOptionsSchema = z.object({
         listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }).strict().optional(),
         advertise: z.string().optional(),
         sharedKey: z.union([z.string().min(1), z.instanceof(Buffer)]).optional(),
-        tls: z.object({}).passthrough().optional(),
+        tls: z
+          .object({
+            key: keyMaterial.optional(),
+            cert: keyMaterial.optional(),
+            ca: keyMaterial.optional(),
+            rejectUnauthorized: z.boolean().optional(),
+          })
+          .strict()
+          .optional(),
       }).strict(),
     )
     .min(1)
@@ -140,30 +151,10 @@ const runtimeOptionsSchema = z.object({
 
 const RUNTIME_OPTION_NAMES = Object.keys(runtimeOptionsSchema.shape);
 const MESH_OPTION_NAMES = ['name', 'listen', 'advertise', 'sharedKey', 'tls'];
+/** The TLS fields the ws transport implements (transport/ws/link.ts); anything else is refused, not passed through. */
+const TLS_OPTION_NAMES = ['key', 'cert', 'ca', 'rejectUnauthorized'];
 
-/** The known name closest to `name` (edit distance at most a third of its length, at least 2), if any. */
-export function closestName(name: string, known: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(2, Math.floor(name.length / 3)) + 1;
-  for (const candidate of known) {
-    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-function editDistance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length]!;
-}
+export { closestName };
 
 function unknownOption(path: readonly PropertyKey[], key: string, known: readonly string[] | undefined, where: string): ArgumentError {
   const suggestion = known ? closestName(key, known) : undefined;
@@ -177,13 +168,28 @@ function unknownOption(path: readonly PropertyKey[], key: string, known: readonl
 function knownKeysAt(path: readonly PropertyKey[]): readonly string[] | undefined {
   if (path.length === 2 && path[0] === 'meshes') return MESH_OPTION_NAMES;
   if (path.length === 3 && path[0] === 'meshes' && path[2] === 'listen') return ['host', 'port'];
+  if (path.length === 3 && path[0] === 'meshes' && path[2] === 'tls') return TLS_OPTION_NAMES;
   if (path.length === 1 && path[0] === 'timing') return Object.keys(DEFAULT_TIMING);
   return undefined;
 }
 
-/** Listen / advertise rules of ws meshes (transport/address.ts): nothing is started when one is broken. */
+/**
+ * Listen / advertise / tls rules of ws meshes (transport/address.ts, transport/ws/link.ts): nothing is started when
+ * one is broken. `tls.key` + `tls.cert` make the listener wss:// (one without the other would silently leave it
+ * ws://); `tls.ca` / `tls.rejectUnauthorized` alone only say how wss:// peers are trusted (e.g. behind a
+ * TLS-terminating proxy). A mesh without `listen` is in-process: it has no socket for tls to secure.
+ */
 function checkMeshAddresses(meshes: readonly MeshConfig[]): void {
   meshes.forEach((mesh, i) => {
+    if (mesh.tls !== undefined) {
+      if (!mesh.listen) throw new ArgumentError(`meshes.${i}.tls`, 'needs listen: { host, port } (a mesh without listen is in-process; there is no socket to secure)');
+      const { key, cert } = mesh.tls;
+      if ((key === undefined) !== (cert === undefined))
+        throw new ArgumentError(
+          `meshes.${i}.tls.${key === undefined ? 'key' : 'cert'}`,
+          `is required with tls.${key === undefined ? 'cert' : 'key'}: the two together make the listener wss:// (one alone would leave it plain ws://)`,
+        );
+    }
     const field = `meshes.${i}.advertise`;
     if (mesh.advertise !== undefined) {
       if (!mesh.listen) throw new ArgumentError(field, 'needs listen: { host, port } (a mesh without listen is in-process and has no address to advertise)');

@@ -1,7 +1,7 @@
 /**
  * Spec 05 §17 "Inventory and batches": one test per item (§7, §10, §12). The fixed inventory is read from
  * diagnostics().lastInventory, the units and their order from the source's unit events (zlink.relocation.unit_changed).
- * Every scenario runs on both stacks (memory + in-process, Redis + ws).
+ * Every scenario runs on every stack (memory + in-process, Redis + ws, Redis Cluster + ws).
  */
 import {
   defineActor,
@@ -14,7 +14,7 @@ import {
   type ObjectRef,
   type UnitEvent,
 } from '../runtime';
-import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from './support/stack';
+import { eventually, FAST_TIMING, makeStack, stacksWithCluster, type Stack } from './support/stack';
 import { ALL_TYPES, checkSequence, type Ledger } from './support/workload';
 
 const PM = RelocationMode.PlannedMaintenance;
@@ -74,7 +74,7 @@ function maxOverlap(events: UnitEvent[], batch: number): number {
   return max;
 }
 
-describe.each(STACKS)('Inventory and batches on %s', (stackName) => {
+describe.each(stacksWithCluster())('Inventory and batches on %s', (stackName) => {
   let stack: Stack;
   beforeEach(async () => {
     stack = await makeStack(stackName);

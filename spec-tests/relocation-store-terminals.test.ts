@@ -4,7 +4,7 @@
  * that never moved. The store is the real one; a thin wrapper only records which terminals were written.
  */
 import { defineActor, preserveState, RelocationMode, type RequestTerminal, type Stores } from '../runtime';
-import { eventually, makeStack, STACKS } from './support/stack';
+import { eventually, makeStack, stacksWithCluster } from './support/stack';
 
 let release: (() => void) | undefined;
 const Slow = defineActor<{ n: number }>({
@@ -28,7 +28,7 @@ function recordTerminals(stores: Stores): { id: string; terminal: RequestTermina
   return written;
 }
 
-describe.each(STACKS)('Relocation Store request terminals on %s', (stackName) => {
+describe.each(stacksWithCluster())('Relocation Store request terminals on %s', (stackName) => {
   test('a request that completes after relocation leaves exactly its terminal; one that never moved leaves none', async () => {
     const stack = await makeStack(stackName);
     const written = recordTerminals(stack.stores);

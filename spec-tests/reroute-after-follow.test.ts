@@ -4,13 +4,13 @@
  * "callers never see a relocation except as latency").
  */
 import { RelocationMode, type ObjectRef } from '../runtime';
-import { eventually, FAST_TIMING, makeStack, STACKS } from './support/stack';
+import { eventually, FAST_TIMING, makeStack, stacksWithCluster } from './support/stack';
 import { ALL_TYPES, checkSequence, type Ledger } from './support/workload';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const timing = { ...FAST_TIMING, messageFollowDurationMs: 150 };
 
-describe.each(STACKS)('re-route after Message Follow on %s', (stackName) => {
+describe.each(stacksWithCluster())('re-route after Message Follow on %s', (stackName) => {
   test('a sender that keeps the old route past S4 still gets every message processed once and in order', async () => {
     const stack = await makeStack(stackName);
     try {

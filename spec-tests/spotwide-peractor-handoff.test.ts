@@ -1,5 +1,6 @@
 /**
- * Spec 05 §17 "SpotWide/PerActor handoff": one test per item (§7, §10.2–§10.5, §12), each on both stacks.
+ * Spec 05 §17 "SpotWide/PerActor handoff": one test per item (§7, §10.2–§10.5, §12), each on every stack
+ * (memory, Redis, and Redis Cluster, where the SpotWide aggregate script runs in its Spot's hash slot).
  * Public API plus unit events; the Location Store is observed through a thin wrapper around the real store,
  * and the last item drives the target host's coordinator with a duplicated relocation request.
  */
@@ -26,7 +27,7 @@ import { encodePayload, PAYLOAD_VERSION } from '../runtime/relocation/payload';
 import { RELOCATION_MESSAGE } from '../runtime/relocation/protocol';
 import type { Envelope } from '../runtime/envelope';
 import { encodeValue } from '../runtime/codec';
-import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from './support/stack';
+import { eventually, FAST_TIMING, makeStack, stacksWithCluster, type Stack } from './support/stack';
 import { checkSequence } from './support/workload';
 
 const PM = RelocationMode.PlannedMaintenance;
@@ -177,7 +178,7 @@ afterEach(() => {
   resetCalls();
 });
 
-describe.each(STACKS)('§17 SpotWide/PerActor handoff on %s', (stackName) => {
+describe.each(stacksWithCluster())('§17 SpotWide/PerActor handoff on %s', (stackName) => {
   let stack: Stack;
   beforeEach(async () => {
     stack = await makeStack(stackName);

@@ -1,5 +1,6 @@
 /**
- * The one contract both providers are held to (stores/memory/memory.test.ts, stores/redis/redis.test.ts).
+ * The one contract every provider is held to (stores/memory/memory.test.ts, stores/redis/redis.test.ts on one server,
+ * stores/redis/cluster.test.ts on a Redis Cluster).
  * A harness gives the suite a fresh Stores plus the two things the interface cannot do: move time (memory:
  * the injected clock; Redis: a real wait on short leases) and tamper with a staged page (to prove data-lost).
  */

@@ -13,7 +13,8 @@ import ts from 'typescript';
 import * as api from '../runtime';
 import { ArgumentError } from '../runtime/errors';
 import { DEFAULT_TIMING, parseRuntimeOptions } from '../runtime/options';
-import { MEMORY_STORE_DEFAULTS, memoryStores, REDIS_STORE_DEFAULTS } from '../stores';
+import { MEMORY_STORE_DEFAULTS, memoryStores, REDIS_STORE_DEFAULTS, redisStores } from '../stores';
+import { REDIS_CLUSTER_OPTION_NAMES } from '../stores/redis/options';
 import { RelocationOutcome, RelocationReason, TerminationOutcome, TerminationReason } from '../vocabulary';
 
 const root = path.resolve(__dirname, '..');
@@ -73,6 +74,19 @@ function knownNames(options: object): string[] {
 
 const UNKNOWN = 'qqqqqqqqqqqqqqqqqqqqqqqq';
 
+/** The known names redisStores lists for an unknown option. */
+function knownRedisNames(options: object): string[] {
+  try {
+    redisStores(options as never);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ArgumentError);
+    const match = /\(known: ([^)]*)\)/.exec((error as Error).message);
+    if (match) return match[1]!.split(', ');
+    throw new Error(`no list of known names in: ${(error as Error).message}`);
+  }
+  throw new Error('an unknown redisStores option was accepted');
+}
+
 describe('docs/options.md', () => {
   const runtimeKeys = interfaceKeys('runtime/options.ts', 'RuntimeOptions');
 
@@ -97,9 +111,14 @@ describe('docs/options.md', () => {
   });
 
   test('every redisStores and memoryStores option', () => {
-    const redisKeys = interfaceKeys('stores/redis/redis-stores.ts', 'RedisStoresOptions');
+    const redisKeys = interfaceKeys('stores/redis/options.ts', 'RedisStoresOptions');
     for (const key of Object.keys(REDIS_STORE_DEFAULTS)) expect(redisKeys).toContain(key);
+    // The interface and the validation agree (top level), and the docs name every option and cluster field.
+    expect([...knownRedisNames({ url: 'redis://h', keyPrefix: '', [UNKNOWN]: 1 })].sort()).toEqual(redisKeys.filter((k) => !k.includes('.')).sort());
     expect(missing(section(docs.options, 'redisStores'), redisKeys)).toEqual([]);
+    const clusterKeys = interfaceKeys('stores/redis/options.ts', 'RedisClusterOptions');
+    expect([...clusterKeys].sort()).toEqual([...REDIS_CLUSTER_OPTION_NAMES].sort());
+    expect(missing(section(docs.options, 'redisStores'), clusterKeys.map((k) => `cluster.options.${k}`))).toEqual([]);
     const memoryKeys = interfaceKeys('stores/memory/memory-stores.ts', 'MemoryStoresOptions');
     for (const key of Object.keys(MEMORY_STORE_DEFAULTS)) expect(memoryKeys).toContain(key);
     expect(missing(section(docs.options, 'memoryStores'), memoryKeys)).toEqual([]);

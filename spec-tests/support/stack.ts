@@ -1,14 +1,20 @@
 /**
- * The two stacks every main scenario runs on: memory stores + in-process transport, and real Redis + ws on
- * loopback sockets. Tests build hosts through `stack.host(...)` and call `stack.close()` at the end.
+ * The stacks the scenarios run on: memory stores + in-process transport and real Redis + ws on loopback sockets
+ * (every main scenario), and Redis Cluster + ws (the relocation scenarios listed with `stacksWithCluster()`).
+ * Tests build hosts through `stack.host(...)` and call `stack.close()` at the end, which also deletes the stack's
+ * keys (a keyPrefix of its own).
  */
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import { createRuntime, memoryStores, redisStores, type FrameworkRuntime, type RuntimeOptions, type Stores } from '../../runtime';
 import { deleteKeys } from '../../stores/redis/delete-keys';
+import { clusterAdmin, CLUSTER_ENV, testCluster } from '../../stores/redis/test-cluster';
 
-export type StackName = 'memory+in-process' | 'redis+ws';
+export type StackName = 'memory+in-process' | 'redis+ws' | 'redis-cluster+ws';
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Whether the stack's hosts talk over ws sockets (and so need a `listen` address per mesh). */
+export const usesWs = (name: StackName): boolean => name !== 'memory+in-process';
 
 export const FAST_TIMING = {
   discoveryIntervalMs: 20,
@@ -27,7 +33,7 @@ export interface Stack {
 
 export async function makeStack(name: StackName): Promise<Stack> {
   const prefix = `zlink:spec:${randomBytes(6).toString('hex')}:`;
-  const stores = name === 'redis+ws' ? redisStores({ url: REDIS_URL, keyPrefix: prefix }) : memoryStores();
+  const stores = makeStores(name, prefix);
   const hosts: FrameworkRuntime[] = [];
   return {
     name,
@@ -37,7 +43,7 @@ export async function makeStack(name: StackName): Promise<Stack> {
         timing: FAST_TIMING,
         ...options,
         stores,
-        meshes: options.meshes ?? (name === 'redis+ws' ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }]),
+        meshes: options.meshes ?? (usesWs(name) ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }]),
       });
       hosts.push(host);
       return host;
@@ -45,19 +51,44 @@ export async function makeStack(name: StackName): Promise<Stack> {
     async close() {
       await Promise.all(hosts.map((h) => h.shutdown({ deadlineMs: 5000 }).catch(() => undefined)));
       await stores.close();
-      if (name === 'redis+ws') {
-        const redis = new Redis(REDIS_URL);
-        try {
-          await deleteKeys(redis, prefix);
-        } finally {
-          redis.disconnect();
-        }
+      if (name === 'memory+in-process') return;
+      const redis = name === 'redis+ws' ? new Redis(REDIS_URL) : clusterAdmin(clusterNodes());
+      try {
+        await deleteKeys(redis, prefix);
+      } finally {
+        redis.disconnect();
       }
     },
   };
 }
 
+function makeStores(name: StackName, prefix: string): Stores {
+  if (name === 'memory+in-process') return memoryStores();
+  if (name === 'redis+ws') return redisStores({ url: REDIS_URL, keyPrefix: prefix });
+  return redisStores({ cluster: { nodes: clusterNodes() }, keyPrefix: prefix });
+}
+
+function clusterNodes() {
+  const cluster = testCluster();
+  if ('nodes' in cluster) return cluster.nodes;
+  throw new Error(`the redis-cluster+ws stack has no Redis Cluster: ${cluster.unavailable}`);
+}
+
 export const STACKS: StackName[] = ['memory+in-process', 'redis+ws'];
+
+/**
+ * STACKS plus 'redis-cluster+ws'. The cluster comes from ZLINK_REDIS_CLUSTER or is started on 127.0.0.1:7101-7103
+ * (stores/redis/test-cluster.ts). Left out, with the reason printed, only when neither is possible because
+ * redis-server is not installed (under CI=true it stays in and its tests fail with that reason).
+ */
+export function stacksWithCluster(): StackName[] {
+  const cluster = testCluster();
+  if (!('nodes' in cluster) && !cluster.mustFail) {
+    console.warn(`[spec-tests] leaving out the redis-cluster+ws stack: ${cluster.unavailable} (set ${CLUSTER_ENV}=host:port,..., or install redis-server)`);
+    return STACKS;
+  }
+  return [...STACKS, 'redis-cluster+ws'];
+}
 
 /** Polls `check` on real time until it holds or `ms` pass. */
 export async function eventually(check: () => boolean | Promise<boolean>, ms = 5000, what = 'condition'): Promise<void> {

@@ -1,9 +1,9 @@
 /**
  * Redis provider of the store interfaces (ioredis 6).
  *
- * Key layout (P = keyPrefix; ids are encodeURIComponent-encoded; {..} is the hash tag). Every key one script touches
- * shares a tag, so the layout is ready for Redis Cluster; connecting to a cluster is not supported yet (issue [9/10]:
- * `RedisClient.clustered` stays false, and casMany then sends one script per call instead of one per slot):
+ * Connects to one server (`url`) or a Redis Cluster (`cluster`, client.ts). Key layout (P = keyPrefix; ids are
+ * encodeURIComponent-encoded; {..} is the hash tag). Every key one script or command touches shares a tag, so it
+ * runs in one hash slot on a cluster; casMany sends one script per slot there (one for all entries on a server):
  *
  *   P{o:<kind>:<id>}                    owner record of an object (JSON: live 'L', tombstone 'R', or forward 'F')
  *   P{o:spot:<spot>}:m:<actor>          record of a SpotWide member Actor, beside its Spot (§10.3); the Actor's own
@@ -25,86 +25,20 @@
 import type { Stores } from '../types';
 import { StoreUnavailableError } from '../types';
 import { describe, RedisClient } from './client';
+import { checkRedisStoresOptions, REDIS_STORE_DEFAULTS, type RedisStoresOptions } from './options';
 import { RedisDescriptorStore } from './descriptor-store';
 import { RedisKeys } from './keys';
 import { RedisLocationStore } from './location-store';
 import { RedisRelocationStore } from './relocation-store';
 
-export interface RedisStoresOptions {
-  /** redis://[user:password@]host:port[/db], or rediss://… for TLS. Any other scheme is refused at once. */
-  readonly url: string;
-  /**
-   * Prepended to every key; one prefix per zlink cluster (or per test). Required (`''` for none, deliberately).
-   * Must not contain '{' or '}'.
-   */
-  readonly keyPrefix: string;
-  /** A reply slower than this is treated as lost and resolved through its op key. @default 2000 */
-  readonly commandTimeoutMs?: number;
-  /** Bound on retries, fenced re-attempts and resolver attempts per call. @default 6 */
-  readonly attempts?: number;
-  /** First backoff between attempts, doubling (with jitter). @default 25 */
-  readonly backoffMs?: number;
-  /** Longest delay between reconnect attempts. @default 1000 */
-  readonly reconnectMaxMs?: number;
-  /** Lifetime of op results, fences and staged lists; must outlast any late replay of a write. @default 3_600_000 */
-  readonly opResultTtlMs?: number;
-  /** CLIENT SETNAME of the store's connection. */
-  readonly connectionName?: string;
-}
-
-export const REDIS_STORE_DEFAULTS = {
-  commandTimeoutMs: 2000,
-  attempts: 6,
-  backoffMs: 25,
-  reconnectMaxMs: 1000,
-  opResultTtlMs: 3_600_000,
-} as const;
-
-const REDIS_URL_SCHEMES = ['redis:', 'rediss:'];
-
-/**
- * The options as plain JavaScript may pass them: a missing keyPrefix (keys under 'undefined{d}:…'), a URL of
- * another scheme (ioredis would take it as a socket path and fail only after its connect timeout) or a
- * non-numeric timing is refused here, before any connection, with a TypeError naming the field.
- */
-function checkOptions(options: unknown): asserts options is RedisStoresOptions {
-  const fail = (field: string, rule: string): never => {
-    throw new TypeError(`redisStores: field '${field}' ${rule}`);
-  };
-  if (typeof options !== 'object' || options === null) throw new TypeError('redisStores: options must be an object: { url, keyPrefix }');
-  const o = options as Record<string, unknown>;
-  if (typeof o['keyPrefix'] !== 'string')
-    fail('keyPrefix', `is required: a string prepended to every key, one per zlink cluster (e.g. 'myapp:'; '' for none); got ${describeValue(o['keyPrefix'])}`);
-  const url = o['url'];
-  if (typeof url !== 'string') fail('url', `is required: redis://[user:password@]host:port[/db] (rediss:// for TLS); got ${describeValue(url)}`);
-  let scheme: string | undefined;
-  try {
-    scheme = new URL(url as string).protocol;
-  } catch {
-    scheme = undefined;
-  }
-  if (!scheme || !REDIS_URL_SCHEMES.includes(scheme))
-    fail('url', `must be a redis:// or rediss:// URL (redis://[user:password@]host:port[/db]); got '${url as string}'`);
-  for (const field of ['commandTimeoutMs', 'backoffMs', 'reconnectMaxMs', 'opResultTtlMs'] as const) {
-    const v = o[field];
-    if (v !== undefined && (typeof v !== 'number' || !Number.isFinite(v) || v <= 0)) fail(field, `must be a number of milliseconds greater than 0; got ${describeValue(v)}`);
-  }
-  const attempts = o['attempts'];
-  if (attempts !== undefined && (typeof attempts !== 'number' || !Number.isInteger(attempts) || attempts < 1))
-    fail('attempts', `must be an integer of at least 1; got ${describeValue(attempts)}`);
-  if (o['connectionName'] !== undefined && typeof o['connectionName'] !== 'string') fail('connectionName', `must be a string; got ${describeValue(o['connectionName'])}`);
-}
-
-function describeValue(v: unknown): string {
-  return typeof v === 'string' ? `'${v}'` : v === undefined ? 'nothing' : typeof v === 'number' || typeof v === 'boolean' || v === null ? String(v) : typeof v;
-}
+export { REDIS_STORE_DEFAULTS, type RedisClusterNode, type RedisClusterOptions, type RedisStoresOptions } from './options';
 
 export function redisStores(options: RedisStoresOptions): Stores {
-  checkOptions(options);
+  checkRedisStoresOptions(options);
   const settings = { ...REDIS_STORE_DEFAULTS, ...options };
   const keys = new RedisKeys(settings.keyPrefix);
   const client = new RedisClient({
-    url: settings.url,
+    ...(settings.cluster ? { cluster: settings.cluster } : { url: settings.url! }),
     commandTimeoutMs: settings.commandTimeoutMs,
     attempts: settings.attempts,
     backoffMs: settings.backoffMs,

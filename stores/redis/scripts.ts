@@ -1,11 +1,12 @@
 /**
- * Loads the Lua scripts (one concept per .lua file) and registers them with ioredis `defineCommand`, which
- * sends EVALSHA and falls back to EVAL on NOSCRIPT. Files are found relative to __dirname, which is this source
+ * Loads the Lua scripts (one concept per .lua file) and registers them with ioredis `defineCommand`: the first
+ * call on each connection sends EVAL, later ones EVALSHA, and a NOSCRIPT reply (a flushed or restarted server) is
+ * answered by re-sending the call as EVAL. The bookkeeping is per socket, so on a cluster it is per node. Files are found relative to __dirname, which is this source
  * directory under ts-jest and dist/stores/redis after `npm run build` (tools/copy-assets.js copies *.lua).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type Redis from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** Script name (ioredis command) -> file, and whether it needs the op guard functions (op-guard.lua). */
 const SCRIPTS = {
@@ -29,7 +30,7 @@ export type ScriptName = keyof typeof SCRIPTS;
 
 const read = (file: string): string => readFileSync(join(__dirname, `${file}.lua`), 'utf8');
 
-export function defineScripts(redis: Redis): void {
+export function defineScripts(redis: Redis | Cluster): void {
   const guard = read('op-guard');
   for (const [name, { file, guard: guarded }] of Object.entries(SCRIPTS)) {
     // No fixed numberOfKeys: casMany and op-fence take a variable number of keys, so every call passes numkeys.
@@ -38,7 +39,7 @@ export function defineScripts(redis: Redis): void {
 }
 
 /** Calls a defined script: numkeys, keys, args (defineCommand adds the method at run time). */
-export function runScript(redis: Redis, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+export function runScript(redis: Redis | Cluster, name: ScriptName, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
   const command = (redis as unknown as Record<ScriptName, (...argv: (string | number)[]) => Promise<unknown>>)[name];
   return command.call(redis, keys.length, ...keys, ...args);
 }
