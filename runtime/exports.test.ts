@@ -13,7 +13,8 @@ test('errors and defaults a user needs are exported from the entry', () => {
   const listener: zlink.HostEventListener = () => undefined;
   const unit: zlink.UnitListener = () => undefined;
   const defs: zlink.ObjectDefinition[] = [];
-  expect([redis, memory, logger, listener, unit, defs]).toHaveLength(6);
+  const spot: zlink.SpotRef = { spot: 'shard-9', type: 'Shard' };
+  expect([redis, memory, logger, listener, unit, defs, spot]).toHaveLength(7);
 });
 
 test('diagnostics phases are readable state paths, not JSON', () => {

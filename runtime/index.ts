@@ -46,6 +46,7 @@ export {
 } from './definitions';
 export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle } from './context';
 export type { RelocationDiagnostics } from './relocation/coordinator';
+export type { SpotRef } from './spot-close/spot-ref';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED, type HostEventName, type HostEventListener } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from './relocation/events';
 export type { NodeInspectionEvent } from './inspection';
