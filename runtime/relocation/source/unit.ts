@@ -350,9 +350,10 @@ export class SourceUnit {
     if (this.at === 'closing') this.actor.send({ type: 'CLOSE_DONE' });
   }
 
-  /** STOP (deadline, shutdown): honoured only before the seal. */
+  /** STOP (deadline, shutdown): honoured only before the seal (and by a unit that waits for a close, §12). */
   requestStop(): void {
-    if (this.at === 'waiting') this.actor.send({ type: 'STOP' });
+    const at = this.at;
+    if (at === 'waiting' || at === 'closing') this.actor.send({ type: 'STOP' });
   }
 
   private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
