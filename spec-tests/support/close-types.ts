@@ -4,7 +4,7 @@
  * The gates and the log are per test file (jest gives each file its own module registry); call `resetProbes()` in
  * `beforeEach`.
  */
-import { defineActor, defineSpot, preserveState } from '../../runtime';
+import { defineActor, defineSpot, preserveState, type ObjectContext, type ObjectRef } from '../../runtime';
 import { Gate } from '../model/support/world';
 
 export { Gate };
@@ -35,9 +35,11 @@ export type ProbeMessage =
   /** A turn that lasts until the test opens `gate`. */
   | { op: 'hold'; gate: string }
   /** Schedules a periodic timer `name`. */
-  | { op: 'tick'; name: string; everyMs: number };
+  | { op: 'tick'; name: string; everyMs: number }
+  /** A request to another object from inside the turn; the turn ends with its reply. */
+  | { op: 'ask'; to: ObjectRef; message: ProbeMessage };
 
-function receive(state: { n: number }, message: ProbeMessage, ctx: { id: string; nodeId: string; timers: { schedule(name: string, spec: { dueMs: number; periodMs?: number }): void } }): unknown {
+function receive(state: { n: number }, message: ProbeMessage, ctx: ObjectContext<{ n: number }>): unknown {
   switch (message.op) {
     case 'add':
       return ++state.n;
@@ -56,6 +58,9 @@ function receive(state: { n: number }, message: ProbeMessage, ctx: { id: string;
     case 'tick':
       ctx.timers.schedule(message.name, { dueMs: message.everyMs, periodMs: message.everyMs });
       return true;
+    case 'ask':
+      ran.push(`ask:${ctx.id}@${ctx.nodeId}`);
+      return ctx.request(message.to, message.message, { timeoutMs: 20_000 });
   }
 }
 
