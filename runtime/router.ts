@@ -19,6 +19,7 @@ import type { ObjectServer, Terminal } from './objects';
 import { parseRuntimeMessage, type BounceMessage, type MarkMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
 import type { RuntimeLog } from './logger';
 import { telemetry } from './telemetry';
+import { movingTerminal } from './spot-close/instance-spot-close';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -209,13 +210,7 @@ export class Router {
 
   /** §12: a close that reached the Spot after a relocation sealed it, or after it left this node. */
   private moving(env: Envelope, to: NodeRef | undefined): void {
-    this.terminal(env, {
-      ok: false,
-      kind: 'moving',
-      error:
-        `Spot '${env.to.slice(2)}' is being moved${to ? ` to ${to.nodeId}` : ''} by a relocation that sealed it before this close (§12): ` +
-        'the close was not applied and is not resubmitted; call closeSpot again to close it at its new owner',
-    });
+    this.terminal(env, movingTerminal(env.to.slice(2), to));
   }
 
   /** Into a relocation's temporary queue — except a close, which a relocation that came first answers `moving` (§12). */

@@ -54,6 +54,20 @@ export interface SpotClosePorts {
 
 const CLOSED_ERROR = (id: string) => `Instance Spot '${id}' was closed before this message ran (closeSpot); a later message creates a new instance`;
 
+/**
+ * §12 relocation first: the terminal of a close that reached the Spot after a relocation sealed it (on its owner), or
+ * after it left (Message Follow, the target's temporary queue: answered by the router).
+ */
+export function movingTerminal(spotId: string, to?: { readonly nodeId: string }): Terminal {
+  return {
+    ok: false,
+    kind: 'moving',
+    error:
+      `Spot '${spotId}' is being moved${to ? ` to ${to.nodeId}` : ''} by a relocation that sealed it before this close: the close was not applied ` +
+      'and is not resubmitted; call closeSpot again to close it at its new owner (docs/concepts.md "Closing an Instance Spot")',
+  };
+}
+
 /** First and longest pause between two attempts of a record removal the store did not answer. */
 const RETRY_FIRST_MS = 20;
 const RETRY_MAX_MS = 1000;
@@ -63,26 +77,18 @@ export class InstanceSpotClose implements SpotCloseHandler {
 
   request(spot: Hosted, env: Envelope): void {
     const ports = this.ports;
-    if (spot.def.kind !== 'instance') {
-      const kind = spot.def.kind === 'user' ? 'a User Spot' : 'an Actor';
+    // (A close is addressed to a Spot key, so the only other kind here is a User Spot.)
+    if (spot.def.kind !== 'instance')
       return ports.terminal(env, {
         ok: false,
         kind: 'not-found',
-        error: `'${spot.id}' is ${kind} (type '${spot.def.type}'), not an Instance Spot: closeSpot closes Instance Spots only`,
+        error: `'${spot.id}' is a User Spot (type '${spot.def.type}'), not an Instance Spot: closeSpot closes Instance Spots only`,
       });
-    }
     // A second close joins the one in progress and ends with its result.
     if (spot.closing) return void spot.closing.push(env);
     // §12: relocation came first once its unit sealed the Spot (the ingress hold is set from the seal).
     const unit = ports.unitOf(spot.key);
-    if (spot.hold || unit?.sealed)
-      return ports.terminal(env, {
-        ok: false,
-        kind: 'moving',
-        error:
-          `Spot '${spot.id}' is being moved by a relocation that sealed it before this close (§12): the close was not applied ` +
-          'and is not resubmitted; call closeSpot again to close it at its new owner',
-      });
+    if (spot.hold || unit?.sealed) return ports.terminal(env, movingTerminal(spot.id));
     // Close first: a unit waiting for its seal ends `closed`; a unit not started yet skips the Spot (pool).
     unit?.closeFirst();
     spot.closing = [env];
