@@ -202,6 +202,7 @@ describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
     // The close waits for the running turn; so does the relocation (Relocated means nothing runs here any more).
     expect(closing.done).toBe(false);
     expect(source.status.state).toBe(FrameworkRuntimeState.Relocating);
+    expect(source.diagnostics().blockers).toContainEqual({ object: 's:shard-1', reason: expect.stringContaining('closeSpot') });
     gate('turn').open();
     await closing.promise;
     await relocation.promise;
