@@ -79,8 +79,9 @@ export type { ShutdownInput, ShutdownContext } from './shutdown.machine';
 
 /**
  * Source side of one relocation unit (id `unitSource`, §7, §8, §11, §13, §14): waiting → sealed (S0) →
- * following (S1) → followEnded (S4) | routeCut, or restored / notStarted. No context, no timers: events come from
- * the driver (`SAFE_POINT`, `RELAY_READY`, `REPLY_INDETERMINATE`, `FAILED { reason }`, `STOP`) and from the shared
+ * following (S1) → followEnded (S4) | routeCut, or restored / notStarted / closed. No context, no timers: events come
+ * from the driver (`SAFE_POINT`, `RELAY_READY`, `REPLY_INDETERMINATE`, `FAILED { reason }`, `STOP`, `CLOSED` — closeSpot
+ * reached an Instance Spot before its seal, §12, then `CLOSE_DONE`) and from the shared
  * Message Follow expiry (`FOLLOW_EXPIRED`) or Shutdown (`ROUTE_CUT`). Output: the final state's kind (and reason).
  *
  * Actions to provide (all synchronous entry actions; I/O they start reports back as events):
@@ -90,7 +91,7 @@ export type { ShutdownInput, ShutdownContext } from './shutdown.machine';
  * - `relayAndCutover` (S1): ordered relay of held messages, then the one-way cutover submit; Message Follow starts.
  * - `restoreSource` (explicit failure before relay-ready): put queue and held messages back in order, re-arm
  *   timers, reopen dispatch (§11).
- * - `abandon` (nothing sealed): give back budget, seal permit and the target's temporary queue.
+ * - `abandon` (nothing sealed, or closed first): give back budget, seal permit and the target's temporary queue.
  */
 export const unitSourceMachine = unitSource;
 export { DETACHED_STATES } from './unit-source.machine';

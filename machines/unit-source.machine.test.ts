@@ -14,6 +14,8 @@ const EVENTS: readonly UnitSourceEvent[] = [
   { type: 'STOP' },
   { type: 'FOLLOW_EXPIRED' },
   { type: 'ROUTE_CUT' },
+  { type: 'CLOSED' },
+  { type: 'CLOSE_DONE' },
 ];
 
 /** Runs the machine with spy actions; returns the action log, states, final state and output. */
@@ -85,6 +87,24 @@ test('FAILED while waiting (target refused the temporary queue) → notStarted w
   expect(r.output).toEqual({ kind: 'notStarted', reason: RelocationReason.StoreUnavailable });
 });
 
+test('CLOSED while waiting (closeSpot before the seal, §12) → closing (abandon gives everything back) → closed when the close is done', () => {
+  const r = drive([{ type: 'CLOSED' }, { type: 'STOP' }]);
+  expect(r.states).toEqual(['closing', 'closed']);
+  // A SAFE_POINT that comes meanwhile (the running turn ended) seals nothing.
+  const done = drive([{ type: 'CLOSED' }, { type: 'SAFE_POINT' }, { type: 'CLOSE_DONE' }]);
+  expect(done.states.filter((s, i, all) => all[i - 1] !== s)).toEqual(['closing', 'closed']);
+  expect(done.status).toBe('done');
+  expect(done.log).toEqual(['prepare', 'abandon']);
+  expect(done.output).toEqual({ kind: 'closed' });
+});
+
+test('CLOSED after the seal is not taken: relocation came first, the unit goes on (§12)', () => {
+  const r = drive([{ type: 'SAFE_POINT' }, { type: 'CLOSED' }, { type: 'RELAY_READY' }, { type: 'CLOSED' }, { type: 'FOLLOW_EXPIRED' }]);
+  expect(r.states.filter((s, i, all) => all[i - 1] !== s)).toEqual(['sealed', 'following', 'followEnded']);
+  expect(r.value).toBe('followEnded');
+  expect(r.log).not.toContain('abandon');
+});
+
 test('FAILED after the seal, before relay-ready → restored; restoreSource runs once', () => {
   const r = drive([{ type: 'SAFE_POINT' }, { type: 'FAILED', reason: RelocationReason.RelocationFailed }]);
   expect(r.states).toEqual(['sealed', 'restored']);
@@ -118,9 +138,9 @@ describe('every simple path (xstate/graph)', () => {
       const moves = EVENTS.some((e) => p.state.can(e));
       expect(p.state.status === 'done').toBe(!moves);
     }
-    expect(new Set(terminal.map((p) => String(p.state.value)))).toEqual(new Set(['followEnded', 'routeCut', 'restored', 'notStarted']));
-    // waiting STOP / FAILED (2) + sealed FAILED (1) + 2 crossings × (S4 | route cut) (4).
-    expect(terminal).toHaveLength(7);
+    expect(new Set(terminal.map((p) => String(p.state.value)))).toEqual(new Set(['followEnded', 'routeCut', 'restored', 'notStarted', 'closed']));
+    // waiting STOP / FAILED (2) + CLOSED × (CLOSE_DONE | STOP) (2) + sealed FAILED (1) + 2 crossings × (S4 | route cut) (4).
+    expect(terminal).toHaveLength(9);
   });
 
   test('replayed on a running actor, each final path ends done with an output of its kind, keeps §13 and ≤ 4 transitions', () => {
@@ -138,8 +158,9 @@ describe('every simple path (xstate/graph)', () => {
       expect(restores).toBe(kind === 'restored' ? 1 : 0);
       if (crossedAt >= 0) expect(DETACHED_STATES.has(kind)).toBe(true);
       expect(r.log.includes('relayAndCutover')).toBe(crossedAt >= 0);
-      expect(r.log.includes('abandon')).toBe(kind === 'notStarted');
-      expect(r.log.includes('sealAndTransfer')).toBe(kind !== 'notStarted');
+      const unsealed = kind === 'notStarted' || kind === 'closed';
+      expect(r.log.includes('abandon')).toBe(unsealed);
+      expect(r.log.includes('sealAndTransfer')).toBe(!unsealed);
     }
   });
 });

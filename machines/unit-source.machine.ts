@@ -7,7 +7,8 @@ import { RelocationReason } from '../vocabulary';
  *   waiting ─SAFE_POINT─► sealed (S0) ─RELAY_READY | REPLY_INDETERMINATE─► following (S1) ─FOLLOW_EXPIRED─► followEnded (S4, final)
  *      │                     │                                                   └─ROUTE_CUT (§14 Shutdown)─► routeCut (final)
  *      │                     └─ FAILED (explicit, before relay-ready) ─► restored (final; restoreSource)
- *      └─ STOP | FAILED ─► notStarted (final; abandon: nothing was sealed)
+ *      ├─ STOP | FAILED ─► notStarted (final; abandon: nothing was sealed)
+ *      └─ CLOSED ─► closing (abandon) ─CLOSE_DONE | STOP─► closed (final; §12: the Instance Spot closed first — not moved)
  *
  * Hot path: three transitions (SAFE_POINT, RELAY_READY, FOLLOW_EXPIRED) after the initial one (DESIGN.md measured
  * traps: each transition costs). `waiting` is one state for the steps before the seal (§7: payload budget, the target's
@@ -28,13 +29,17 @@ export type UnitSourceEvent =
   | { type: 'FAILED'; reason: RelocationReason } // explicit failure before relay-ready
   | { type: 'STOP' } // deadline or shutdown: do not start (only honoured before the seal)
   | { type: 'FOLLOW_EXPIRED' } // S4: MessageFollowDuration ended (shared expiry timer)
-  | { type: 'ROUTE_CUT' }; // §14: Shutdown removed the Message Follow route before S4
+  | { type: 'ROUTE_CUT' } // §14: Shutdown removed the Message Follow route before S4
+  | { type: 'CLOSED' } // §12: closeSpot reached the Instance Spot before the seal: close first, the unit does not move it
+  | { type: 'CLOSE_DONE' }; // the close finished (the Spot's turn, onClosing(Closed), its records): nothing is left here
 
 export type UnitSourceOutput =
   | { readonly kind: 'followEnded' }
   | { readonly kind: 'routeCut' }
   | { readonly kind: 'restored'; readonly reason: RelocationReason }
-  | { readonly kind: 'notStarted'; readonly reason?: RelocationReason };
+  | { readonly kind: 'notStarted'; readonly reason?: RelocationReason }
+  /** §12: the Instance Spot was closed before its seal; nothing is left to move (not a failure of the relocation). */
+  | { readonly kind: 'closed' };
 
 /** The states in which the unit has left the source for good (S1 reached): the pool counts it detached (§13). */
 export const DETACHED_STATES: ReadonlySet<string> = new Set(['following', 'followEnded', 'routeCut']);
@@ -62,7 +67,7 @@ export const unitSourceMachine = setup({
   states: {
     waiting: {
       entry: 'prepare',
-      on: { SAFE_POINT: 'sealed', FAILED: 'notStarted', STOP: 'notStarted' },
+      on: { SAFE_POINT: 'sealed', FAILED: 'notStarted', STOP: 'notStarted', CLOSED: 'closing' },
     },
     sealed: {
       entry: 'sealAndTransfer',
@@ -84,6 +89,12 @@ export const unitSourceMachine = setup({
       entry: 'restoreSource',
       output: ({ event }) => ({ kind: 'restored', reason: event.type === 'FAILED' ? event.reason : RelocationReason.RelocationFailed }),
     },
+    // §12: Close and relocation are ordered by the seal on the owner: a close accepted before it wins, and the unit
+    // gives back what it holds (budget, permit, the target's temporary queue) like a unit that never started. It ends
+    // when the close finished, so Relocated still means nothing of the workload runs here; past the deadline (STOP)
+    // it ends at once (the close goes on, bounded by its own turn and store retries).
+    closing: { entry: 'abandon', on: { CLOSE_DONE: 'closed', STOP: 'closed' } },
+    closed: { type: 'final', output: { kind: 'closed' } },
     notStarted: {
       type: 'final',
       entry: 'abandon',

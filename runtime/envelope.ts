@@ -26,6 +26,11 @@ export interface Envelope {
   readonly seq?: number;
   /** Hops through Message Follow / bounce re-routing; bounded so a stale route cannot loop. */
   readonly hops?: number;
+  /**
+   * Instance Spot Close (§12, runtime/spot-close): a request with no body for the owner itself, not the handler.
+   * Routed like a request, but never followed, staged or used to place: where relocation came first it ends `moving`.
+   */
+  readonly close?: 1;
 }
 
 /**

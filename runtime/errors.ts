@@ -70,11 +70,16 @@ export class NodeIdInUseError extends Error {
   }
 }
 
-/** A request's terminal other than a reply. */
+/**
+ * A request's terminal other than a reply. Kinds added with Instance Spot Close (§12, docs/errors.md):
+ * `closed` — the request (or a one-way message, counted as undeliverable) was queued for an Instance Spot that
+ * closed before it ran; `moving` — `closeSpot` reached the Spot after a relocation had sealed it: the close was
+ * not applied and is not resubmitted (call closeSpot again: it then reaches the new owner).
+ */
 export class RequestError extends Error {
   override readonly name: string = 'RequestError';
   constructor(
-    readonly kind: 'timeout' | 'shutdown' | 'handler' | 'unavailable' | 'not-found' | 'stale-generation',
+    readonly kind: 'timeout' | 'shutdown' | 'handler' | 'unavailable' | 'not-found' | 'stale-generation' | 'closed' | 'moving',
     message: string,
   ) {
     super(message);

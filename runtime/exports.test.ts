@@ -17,7 +17,8 @@ test('errors and defaults a user needs are exported from the entry', () => {
   const serveOptions: zlink.ServeOptions = { weight: 2 };
   const callOptions: zlink.CallOptions = { node: 'n', timeoutMs: 1, signal: new AbortController().signal };
   const registration: zlink.ServerRegistration | undefined = undefined;
-  expect([redis, memory, logger, listener, unit, defs, serve, serveOptions, callOptions, registration]).toHaveLength(10);
+  const spot: zlink.SpotRef = { spot: 'shard-9', type: 'Shard' };
+  expect([redis, memory, logger, listener, unit, defs, serve, serveOptions, callOptions, registration, spot]).toHaveLength(11);
 });
 
 test('diagnostics phases are readable state paths, not JSON', () => {

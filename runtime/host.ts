@@ -37,6 +37,8 @@ import { describeTypes } from './relocation/compatibility';
 import { tagInspection } from './inspection';
 import { componentOf, createComponents, type ComponentPorts, type HostComponent } from './components';
 import { CLIENT_SERVER, type CallOptions, type ClientServer, type ServeHandler, type ServeOptions, type ServerRegistration } from './components/client-server';
+import { InstanceSpotClose } from './spot-close/instance-spot-close';
+import { spotRefKey, type SpotRef } from './spot-close/spot-ref';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -54,6 +56,13 @@ export interface FrameworkRuntime {
   send(to: ObjectRef, message: unknown): void;
   request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
   locate(ref: ObjectRef): Promise<NodeRef | undefined>;
+  /**
+   * Instance Spot Close (§12): wherever the Spot lives, its owner runs `onClosing(state, 'Closed', ctx)` after the
+   * current handler, ends its queue (queued requests: RequestError 'closed') and removes its records; a later message
+   * creates a new instance. Rejects with RequestError 'moving' when a relocation sealed the Spot first (not
+   * resubmitted), ArgumentError ('ref.spot') for an unknown id or a Spot that is not an Instance Spot.
+   */
+  closeSpot(ref: SpotRef, options?: RequestOptions): Promise<void>;
   /** §16 events: 'zlink.runtime.host.relocation_changed' and 'zlink.runtime.host.termination_changed'. */
   on(event: HostEventName, listener: HostEventListener): () => void;
   /** Per-unit points S0–S4 and outcomes, with ids (traces, tests). */
@@ -98,6 +107,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
   readonly objects: ObjectServer;
   readonly router: Router;
   readonly relocation: RelocationCoordinator;
+  /** Instance Spot Close on this owner (§12). */
+  readonly spotClose: InstanceSpotClose;
   /** STREAM, ClientServer, fanout, multicast (runtime/components): coordinated with the objects (§4, §14, §15). */
   readonly components: readonly HostComponent[];
   transport: Transport | undefined;
@@ -184,6 +195,18 @@ export class Host implements FrameworkRuntime, RelocationHost {
       logger: this.logger,
     });
     this.relocation = new RelocationCoordinator(this);
+    this.spotClose = new InstanceSpotClose({
+      clock: this.clock,
+      logger: this.logger,
+      objects: this.objects,
+      location: this.stores.location,
+      relocationStore: this.stores.relocation,
+      storeRetryMs: options.timing.restoreValidityMs,
+      terminal: (env, terminal) => this.router.terminal(env, terminal),
+      unitOf: (key) => this.relocation.instanceUnit(key),
+      invalidate: (key) => this.router.invalidate(key),
+    });
+    this.objects.closeHandler = this.spotClose;
     this.components = createComponents(options, this.componentPorts());
     this.stopUnitGauge = telemetry.addUnitStates((report) => {
       const units = this.relocation.diagnostics(0).units;
@@ -615,6 +638,24 @@ export class Host implements FrameworkRuntime, RelocationHost {
     return record ? { nodeId: record.owner.nodeId, lifecycleGeneration: record.owner.lifecycleGeneration } : undefined;
   }
 
+  async closeSpot(ref: SpotRef, options?: RequestOptions): Promise<void> {
+    const key = spotRefKey(ref, this.types);
+    if (options !== undefined && (typeof options !== 'object' || options === null)) throw new ArgumentError('options', 'must be an object');
+    if (options?.timeoutMs !== undefined && (typeof options.timeoutMs !== 'number' || !Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0))
+      throw new ArgumentError('options.timeoutMs', 'must be a number of milliseconds greater than 0');
+    const signal = checkSignal(options?.signal, 'options.signal');
+    if (signal?.aborted) throw abortReason(signal);
+    const refusal = this.outboundRefusal();
+    if (refusal) throw refusal;
+    try {
+      await this.router.closeSpot(key, options);
+    } catch (error) {
+      // No owner record, or the owner hosts no Instance Spot of that id: the caller named the wrong Spot.
+      if (error instanceof RequestError && error.kind === 'not-found') throw new ArgumentError('ref.spot', `cannot close '${key.slice(2)}': ${error.message}`);
+      throw error;
+    }
+  }
+
   registerManualPeer(mesh: string, endpoint: string): void {
     checkId(mesh, 'mesh');
     checkId(endpoint, 'endpoint');
@@ -787,10 +828,20 @@ export class Host implements FrameworkRuntime, RelocationHost {
     const failures: unknown[] = [];
     this.objects.stopTimers();
     this.relocation.close();
-    // Only the source holding current authority removes its records (§14 cleanup step 2).
+    // §15: whatever accepted request is still here (none after a drain within the deadline) ends with a shutdown result.
+    this.endAcceptedWork();
+    // Only the source holding current authority removes its records (§14 cleanup step 2); an Instance Spot's
+    // creation record goes with its owner record (it lives as long as the Spot).
     const removals = [...this.objects.values()].map((o) =>
       this.stores.location
         .remove({ object: { kind: o.kind, id: o.id }, opId: `shutdown:${nodeKey(this.self)}:${o.key}`, expectedAuthorityGeneration: o.authorityGeneration })
+        .then((result) => {
+          if (o.def.kind === 'instance' && result.status !== 'conflict')
+            return this.stores.relocation.removeInstanceCreation(o.id, o.objectGeneration).catch((error: unknown) =>
+              this.logger.warn({ spot: o.id, err: error }, 'Instance Spot creation record not removed from the Relocation Store'),
+            );
+          return undefined;
+        })
         .catch((error: unknown) => failures.push(error)),
     );
     await Promise.all(removals);
@@ -812,11 +863,23 @@ export class Host implements FrameworkRuntime, RelocationHost {
     if (failures.length) throw new AggregateError(failures, 'cleanup could not remove every record');
   }
 
+  /**
+   * §15 last paragraph: an accepted request ends exactly once, also when its handler never returns. Before the router
+   * and transport close, every request still accepted here — queued, held or running — gets a shutdown result (its
+   * caller's own ones are settled by router.close); a handler that returns later replies nothing.
+   */
+  private endAcceptedWork(): void {
+    this.objects.endAccepted((env) =>
+      this.router.terminal(env, { ok: false, kind: 'shutdown', error: 'the host shut down before the request completed (its handler had not returned)' }),
+    );
+  }
+
   /** Past the deadline: release what is left without waiting on anything unbounded. */
   private async forceTeardown(): Promise<void> {
     let forceCloseFailures: unknown[] | undefined;
     this.objects.stopTimers();
     this.relocation.close();
+    this.endAcceptedWork();
     this.stopLoops();
     this.router.close();
     const lease = this.lease;

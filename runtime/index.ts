@@ -47,6 +47,7 @@ export {
 export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle } from './context';
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export type { CallOptions, ServeHandler, ServeInfo, ServeOptions, ServerRegistration } from './components/client-server';
+export type { SpotRef } from './spot-close/spot-ref';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED, type HostEventName, type HostEventListener } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from './relocation/events';
 export type { NodeInspectionEvent } from './inspection';

@@ -23,7 +23,7 @@ export interface Terminal {
   /** The reply, encoded when the handler returned (runtime/codec.ts); decoded where the request settles. */
   readonly value?: Uint8Array;
   readonly error?: string;
-  readonly kind?: 'handler' | 'not-found' | 'stale-generation' | 'unavailable' | 'shutdown';
+  readonly kind?: 'handler' | 'not-found' | 'stale-generation' | 'unavailable' | 'shutdown' | 'closed' | 'moving';
 }
 
 export interface ObjectServerDeps {
@@ -99,6 +99,14 @@ class HostedContext implements ObjectContext<unknown>, SpotContext<unknown> {
   }
 }
 
+/** Instance Spot Close (runtime/spot-close): what the owner does with a close request and with arrivals while closing. */
+export interface SpotCloseHandler {
+  /** A close request reached the Spot on its owner. */
+  request(spot: Hosted, env: Envelope): void;
+  /** A message reached a Spot that is closing: it ends `closed`. */
+  arrived(spot: Hosted, env: Envelope): void;
+}
+
 /** One Actor or Spot hosted here. */
 export class Hosted {
   state: unknown;
@@ -108,6 +116,11 @@ export class Hosted {
   /** User Spots: member Actor ids. */
   readonly members: Set<string> | undefined;
   closingSignal: AbortSignal | undefined;
+  /**
+   * Instance Spot Close (§12, runtime/spot-close): set once a close was accepted, with the close requests that wait
+   * for it to end. From then nothing new runs here: what arrives ends `closed`, and no relocation unit takes the Spot.
+   */
+  closing: Envelope[] | undefined;
   readonly ctx: ObjectContext<unknown> & SpotContext<unknown>;
 
   constructor(
@@ -143,6 +156,13 @@ export class ObjectServer {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Listeners for ApplicationSignaled safe points (the relocation unit of that Spot). */
   readonly deferListeners = new Map<ObjectKey, () => void>();
+  /** Instance Spot Close (runtime/spot-close); set by the host. */
+  closeHandler: SpotCloseHandler | undefined;
+  /**
+   * Requests whose handler returned a promise that has not settled: a bounded teardown ends them with a shutdown
+   * result (§15 last paragraph: an accepted request ends exactly once, also when its handler never returns).
+   */
+  private readonly running = new Map<string, Envelope>();
 
   constructor(readonly deps: ObjectServerDeps) {
     this.self = deps.self;
@@ -166,7 +186,8 @@ export class ObjectServer {
     while (this.inFlight.size) await Promise.allSettled([...this.inFlight]);
   }
 
-  private track<T>(work: Promise<T>): Promise<T> {
+  /** Admin work that preflight (§4) and Shutdown's drain (§14 step 3) wait for. */
+  track<T>(work: Promise<T>): Promise<T> {
     this.inFlight.add(work);
     const done = () => this.inFlight.delete(work);
     work.then(done, done);
@@ -337,6 +358,12 @@ export class ObjectServer {
   deliver(env: Envelope): boolean {
     const obj = this.objects.get(env.to);
     if (!obj) return false;
+    // Instance Spot Close (§12): the owner answers a close itself; a closing Spot takes nothing new.
+    if ((env.close || obj.closing) && this.closeHandler) {
+      if (env.close) this.closeHandler.request(obj, env);
+      else this.closeHandler.arrived(obj, env);
+      return true;
+    }
     // §12: packets of a previous generation are rejected, never handed to a re-created object (the one check,
     // for routed messages and for the work a relocated unit merges).
     if (env.gen !== 0 && env.gen !== obj.objectGeneration) {
@@ -357,7 +384,7 @@ export class ObjectServer {
       return undefined;
     }
     if (item.k === 'tick') {
-      if (!obj.timers.beginTick(item.name, item.seq)) return undefined;
+      if (obj.closing || !obj.timers.beginTick(item.name, item.seq)) return undefined;
       const onTimer = obj.def.onTimer as ((s: unknown, n: string, c: unknown) => unknown) | undefined;
       if (!onTimer) return undefined;
       return this.guard(obj, () => onTimer(obj.state, item.name, obj.ctx), `timer '${item.name}'`);
@@ -373,11 +400,15 @@ export class ObjectServer {
       return undefined;
     }
     if (isThenable(result)) {
+      if (env.req) this.running.set(env.id, env);
       return result.then(
         (value) => {
-          if (env.req) this.replyWith(env, value);
+          // Not when a bounded teardown already ended it (endAccepted): a request ends once.
+          if (env.req && this.running.delete(env.id)) this.replyWith(env, value);
         },
-        (error: unknown) => this.handlerFailed(obj, env, error),
+        (error: unknown) => {
+          if (!env.req || this.running.delete(env.id)) this.handlerFailed(obj, env, error);
+        },
       );
     }
     if (env.req) this.replyWith(env, result);
@@ -452,6 +483,21 @@ export class ObjectServer {
     return hosted;
   }
 
+  /**
+   * §14 bounded teardown, §15 last paragraph: every request accepted here that has not ended — queued in a lane, or
+   * running in a handler that has not returned — is ended through `end` (a shutdown result to its caller), once; a
+   * handler that returns later replies nothing. Queued one-way messages go through `end` too (counted, logged).
+   */
+  endAccepted(end: (env: Envelope) => void): void {
+    const lanes = new Set<Lane>();
+    for (const o of this.objects.values()) lanes.add(o.lane);
+    for (const lane of lanes) for (const item of lane.take((i) => i.k === 'msg')) if (item.k === 'msg') end(item.env);
+    for (const o of this.objects.values()) if (o.hold) for (const env of o.hold.splice(0)) end(env);
+    const running = [...this.running.values()];
+    this.running.clear();
+    for (const env of running) end(env);
+  }
+
   /** §14 step 5 done: local scope is cleaned up, so a stopped host the application still holds keeps no workload. */
   releaseAll(): void {
     for (const hosted of this.objects.values()) hosted.timers.clear();
@@ -473,7 +519,8 @@ export class ObjectServer {
     const failures: unknown[] = [];
     const closing: Promise<void>[] = [];
     for (const spot of this.objects.values()) {
-      if (spot.kind !== 'spot') continue;
+      // A Spot being closed by closeSpot gets its Closed callback, not a second one (§12).
+      if (spot.kind !== 'spot' || spot.closing) continue;
       const onClosing = (spot.def as SpotDefinition).onClosing;
       if (!onClosing) continue;
       closing.push(

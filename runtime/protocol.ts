@@ -33,7 +33,8 @@ export function isEnvelope(v: unknown): boolean {
     (e.place === undefined || isText(e.place)) &&
     (e.hops === undefined || isCount(e.hops)) &&
     (e.seq === undefined || isCount(e.seq)) &&
-    (e.moved === undefined || e.moved === 1)
+    (e.moved === undefined || e.moved === 1) &&
+    (e.close === undefined || e.close === 1)
   );
 }
 
@@ -48,7 +49,15 @@ export const envelopeSchema = z.custom<{
   hops?: number;
   seq?: number;
   moved?: 1;
+  close?: 1;
 }>(isEnvelope, 'must be an envelope');
+
+/**
+ * The kinds of a request's terminal other than a reply (errors.ts RequestError): `closed` — the Instance Spot was
+ * closed while the request waited for it; `moving` — a closeSpot lost to a relocation that came first (§12).
+ */
+const REPLY_KIND_VALUES = ['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown', 'closed', 'moving'] as const;
+const REPLY_KINDS: ReadonlySet<string> = new Set(REPLY_KIND_VALUES);
 
 const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });
 /**
@@ -66,7 +75,7 @@ const reply = z.object({
   ok: z.boolean(),
   value: bytes.optional(),
   error: z.string().optional(),
-  kind: z.enum(['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown']).optional(),
+  kind: z.enum(REPLY_KIND_VALUES).optional(),
 });
 /** Relocation protocol messages are validated by runtime/relocation/protocol.ts. */
 const control = z.object({ t: z.string().regex(/^[rc]\./) }).passthrough();
@@ -89,7 +98,6 @@ export type ViaMessage = z.infer<typeof via>;
 export type StaleMessage = z.infer<typeof stale>;
 export type MarkMessage = z.infer<typeof mark>;
 
-const REPLY_KINDS = new Set(['handler', 'not-found', 'stale-generation', 'unavailable', 'shutdown']);
 
 export function parseRuntimeMessage(raw: unknown): RuntimeMessageParsed | undefined {
   // The two messages every request and send produce are checked by hand (hot path); the rare ones by schema.

@@ -19,6 +19,7 @@ import type { ObjectServer, Terminal } from './objects';
 import { parseRuntimeMessage, type BounceMessage, type MarkMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
 import type { RuntimeLog } from './logger';
 import { telemetry } from './telemetry';
+import { movingTerminal } from './spot-close/instance-spot-close';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
@@ -136,15 +137,35 @@ export class Router {
 
   request(to: ObjectRef, body: unknown, options: RequestOptions = {}): Promise<unknown> {
     const key = keyOfRef(to);
-    const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RequestError('unavailable', 'options.timeoutMs: must be a finite number > 0');
+    checkTimeout(options);
     let bytes: Uint8Array;
     try {
       bytes = encodeValue(body, 'message');
     } catch (error) {
       return Promise.reject(error); // refused at the call: nothing pending, nothing sent
     }
-    const env = this.envelope(key, bytes, to, true);
+    return this.call(this.envelope(key, bytes, to, true), options);
+  }
+
+  /**
+   * Instance Spot Close (§12): a request addressed to the Spot's owner itself, routed like any request (owner
+   * lookup, per-sender order, convergence, connection loss) and ended exactly once. It is never placed, followed or
+   * staged: where a relocation sealed the Spot first it ends `moving` and is not resubmitted.
+   */
+  closeSpot(key: ObjectKey, options: RequestOptions = {}): Promise<unknown> {
+    checkTimeout(options);
+    const env: Envelope = { id: randomUUID(), to: key, gen: 0, body: NO_BODY, from: this.deps.self, seq: ++this.seq, req: 1, close: 1 };
+    return this.call(env, options).then((value) => {
+      // The closed generation is gone: this node's next message resolves the id afresh and creates a new instance.
+      this.routes.delete(key);
+      this.lastSent.delete(key);
+      return value;
+    });
+  }
+
+  private call(env: Envelope, options: RequestOptions): Promise<unknown> {
+    const key = env.to;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const promise = new Promise<unknown>((resolve, reject) => {
       const entry: Pending = {
         key,
@@ -187,6 +208,17 @@ export class Router {
     };
   }
 
+  /** §12: a close that reached the Spot after a relocation sealed it, or after it left this node. */
+  private moving(env: Envelope, to: NodeRef | undefined): void {
+    this.terminal(env, movingTerminal(env.to.slice(2), to));
+  }
+
+  /** Into a relocation's temporary queue — except a close, which a relocation that came first answers `moving` (§12). */
+  private toStaging(env: Envelope, staged: (env: Envelope) => void): void {
+    if (env.close) return this.moving(env, undefined);
+    staged(env);
+  }
+
   /** Where a message goes next; `inbound` = it came from another node. */
   dispatch(env: Envelope, inbound = false): void {
     // This node's own message waits behind its earlier ones for the object that are still being routed, even if
@@ -197,7 +229,8 @@ export class Router {
         // While the route is re-read, a new message is addressed to the generation this node last sent to (§12:
         // it never reaches a re-created object of the same id).
         // (Each queued message already carries it, so the last one tells: O(1) per message in a burst.)
-        const gen = env.gen === 0 ? queued[queued.length - 1]?.gen || this.lastSent.get(env.to)?.gen : undefined;
+        // A close is for whatever generation is current when it arrives (it is never stale-generation).
+        const gen = env.gen === 0 && !env.close ? queued[queued.length - 1]?.gen || this.lastSent.get(env.to)?.gen : undefined;
         return void queued.push(gen ? { ...env, gen } : env);
       }
       const mark = this.marking.get(env.to);
@@ -214,9 +247,9 @@ export class Router {
     // Only what reaches this node from elsewhere (the source's relay and Message Follow) enters a temporary
     // queue; this node's own calls go to the current owner like any caller's until the CAS (§3, §11).
     const staged = inbound ? this.deps.staging(env.to) : undefined;
-    if (staged) return staged(env);
+    if (staged) return this.toStaging(env, staged);
     const follow = this.follows.get(env.to);
-    if (follow) return this.forward(follow, env);
+    if (follow) return env.close ? this.moving(env, follow) : this.forward(follow, env);
     if (inbound) {
       if (env.place && this.deps.canPlaceInstances()) return void this.place(env, env.place);
       // Not ours, no follow route: the origin re-resolves (its cached owner is stale) — never ignored (§15).
@@ -227,7 +260,7 @@ export class Router {
       if (this.sendTo(cached.owner, env, cached.gen)) return;
       this.routes.delete(env.to);
       // The message was addressed to the generation this node resolved; a re-created object must not get it (§12).
-      if (env.gen === 0 && cached.gen) env = { ...env, gen: cached.gen };
+      if (env.gen === 0 && cached.gen && !env.close) env = { ...env, gen: cached.gen };
     }
     this.resolveQueue(env.to, [env]);
   }
@@ -277,6 +310,12 @@ export class Router {
         return this.terminal(env, { ok: false, kind: 'unavailable', error: `no Serving node can place Instance Spot ${env.to}` });
       }
       // No record at all: the object is gone (not re-created), whatever generation the message was addressed to.
+      if (env.place)
+        return this.terminal(env, {
+          ok: false,
+          kind: 'not-found',
+          error: `Instance Spot ${env.to.slice(2)} of generation ${env.gen} no longer exists (closed or removed); the next message creates a new instance`,
+        });
       return this.terminal(env, { ok: false, kind: 'not-found', error: `no object ${env.to} is registered` });
     }
     // §12: a message addressed to one ObjectGeneration never reaches a re-created object of the same id.
@@ -285,7 +324,10 @@ export class Router {
     if (sameNode(route.owner, this.deps.self)) {
       // Our CAS landed (S2) but dispatch is not open yet (S3): the message waits in the temporary queue.
       const staged = this.deps.staging(env.to);
-      if (staged) return this.heldBehindOldRoute(env) ? undefined : staged(env);
+      if (staged) return this.heldBehindOldRoute(env) ? undefined : this.toStaging(env, staged);
+      // A close after this node moved the Spot, while the new owner's CAS may still land (§11, §12).
+      const moved = env.close ? this.movedTo(env.to) : undefined;
+      if (moved) return this.moving(env, moved);
       // The record names us but nothing is hosted or staged: the object is gone with a previous turn.
       return this.terminal(env, { ok: false, kind: 'not-found', error: `object ${env.to} is not hosted on its owner` });
     }
@@ -304,7 +346,12 @@ export class Router {
   private async place(env: Envelope, type: string): Promise<void> {
     try {
       const placed = await this.deps.objects.placeInstance(type, env.to.slice(2));
-      if ('local' in placed) this.dispatch(env);
+      // §15 Instance Spot placement: an activation accepted before a Shutdown's seal is processed to its terminal,
+      // so the message that placed the Spot is delivered, not refused by the Draining admission it never passed.
+      if ('local' in placed) {
+        if (this.closed) this.terminal(env, { ok: false, kind: 'shutdown', error: 'the host shut down before the message was routed' });
+        else if (!this.deps.objects.deliver(env)) this.dispatch(env);
+      }
       else {
         const route = { owner: placed.record.owner, gen: placed.record.objectGeneration };
         this.routes.set(env.to, route);
@@ -318,7 +365,7 @@ export class Router {
 
   private sendTo(owner: NodeRef, env: Envelope, gen: number): boolean {
     const own = env.seq !== undefined && sameNode(env.from, this.deps.self);
-    if (!this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen ? { ...env, gen } : env })) return false;
+    if (!this.transmit(owner, { t: 'msg', env: env.gen === 0 && gen && !env.close ? { ...env, gen } : env })) return false;
     if (own) this.lastSent.set(env.to, { to: owner, seq: env.seq!, gen: env.gen || gen });
     return true;
   }
@@ -373,7 +420,7 @@ export class Router {
     this.deps.clock.clearTimeout(mark.timer);
     for (const env of mark.held.sort((a, b) => a.seq! - b.seq!)) {
       const staged = this.deps.objects.get(key) ? undefined : this.deps.staging(key);
-      if (staged) staged(env);
+      if (staged) this.toStaging(env, staged);
       else this.dispatch(env);
     }
     this.notifyIdle();
@@ -571,6 +618,8 @@ export class Router {
   private bounce(env: Envelope): void {
     if (sameNode(env.from, this.deps.self)) return this.reroute(env, this.deps.self);
     const moved = this.movedTo(env.to);
+    // §12: the Spot left with a relocation that came first; the close is answered here, not redirected after it.
+    if (moved && env.close) return this.moving(env, moved);
     telemetry.bounced();
     const message: BounceMessage = { t: 'bounce', env: env as BounceMessage['env'], ...(moved ? { moved } : {}) };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage)) this.undeliverable(env, 'origin-unreachable', `its origin ${env.from.nodeId} is not reachable for a redirect`);
@@ -834,6 +883,13 @@ export class Router {
     this.routes.clear();
     for (const id of [...this.pending.keys()]) this.settle(id, undefined, new RequestError('shutdown', 'the host shut down before the request completed'));
   }
+}
+
+const NO_BODY = new Uint8Array(0);
+
+function checkTimeout(options: RequestOptions): void {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RequestError('unavailable', 'options.timeoutMs: must be a finite number > 0');
 }
 
 /** Bounded outcome label of a settled request (`zlink.runtime.request.duration`). */

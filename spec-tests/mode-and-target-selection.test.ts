@@ -15,6 +15,7 @@ import {
 } from '../runtime';
 import { eventually, makeStack, STACKS, type Stack, type StackName } from './support/stack';
 import { ALL_TYPES } from './support/workload';
+import { expectBlockedByManualTopology } from './manual-topology/expect-blocked';
 
 const PM = RelocationMode.PlannedMaintenance;
 const RU = RelocationMode.RollingUpdate;
@@ -188,12 +189,8 @@ describe.each(STACKS)('Mode and target selection on %s', (stackName) => {
     const manualRefs = await populate(manual, 'm');
     await connected(manual, late);
     manual.registerManualPeer('aux', stackName === 'redis+ws' ? 'ws://127.0.0.1:9/never' : 'memory://nobody/1/aux');
-    const blocked = await manual.relocate({ mode: PM, deadlineMs: 5000 });
-    expect(blocked).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Blocked, reason: RelocationReason.ManualTopologyUnsupported });
-    expect(manual.status.state).toBe(FrameworkRuntimeState.Serving);
-    expect(manual.status.isReady).toBe(true);
-    expect(manual.diagnostics().blockers).toContainEqual({ object: 'topology', reason: 'ManualTopologyUnsupported' });
-    expect(await owners(manual, manualRefs)).toEqual(manualRefs.map(() => 'manual'));
+    // The §4 manual-topology assertion (shared with spec-tests/manual-topology/*).
+    await expectBlockedByManualTopology(manual, manualRefs, 'Counter');
     expect(await manual.request({ actor: 'm-c0' }, { op: 'where' })).toBe('manual');
   }, 60_000);
 });

@@ -341,6 +341,30 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
         expect(await relocation.getInstanceCreation(unique('none'))).toBeUndefined();
       });
 
+      test('instance creation: the record of one ObjectGeneration is removed once; a newer generation replaces an older record', async () => {
+        const { relocation } = h.stores;
+        const spotId = unique('shard');
+        const gen = (objectGeneration: number, nodeId: string) => ({ ...creation(spotId, nodeId), objectGeneration });
+        expect(await relocation.recordInstanceCreation(gen(1, 'node-a'), op())).toBe(true);
+        // Another generation's removal keeps the record; its own removes it, once.
+        expect(await relocation.removeInstanceCreation(spotId, 2)).toBe(false);
+        expect(await relocation.getInstanceCreation(spotId)).toEqual(gen(1, 'node-a'));
+        expect(await relocation.removeInstanceCreation(spotId, 1)).toBe(true);
+        expect(await relocation.removeInstanceCreation(spotId, 1)).toBe(false);
+        expect(await relocation.getInstanceCreation(spotId)).toBeUndefined();
+        // Re-created after its close: the new generation is recorded.
+        const opId = op();
+        expect(await relocation.recordInstanceCreation(gen(2, 'node-b'), opId)).toBe(true);
+        expect(await relocation.recordInstanceCreation(gen(2, 'node-b'), opId)).toBe(true);
+        // A record left behind (never removed) does not block a newer generation; an older one never replaces it.
+        expect(await relocation.recordInstanceCreation(gen(3, 'node-a'), op())).toBe(true);
+        expect(await relocation.recordInstanceCreation(gen(2, 'node-c'), op())).toBe(false);
+        expect(await relocation.recordInstanceCreation(gen(3, 'node-c'), op())).toBe(false);
+        expect(await relocation.getInstanceCreation(spotId)).toEqual(gen(3, 'node-a'));
+        await expect(relocation.removeInstanceCreation(spotId, -1)).rejects.toThrow(TypeError);
+        await expect(relocation.removeInstanceCreation('', 1)).rejects.toThrow(TypeError);
+      });
+
       test('request terminals: first write wins and expire after their TTL', async () => {
         const { relocation } = h.stores;
         const opId = op();

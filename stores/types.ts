@@ -171,9 +171,20 @@ export interface InstanceCreation {
 
 /** §1.1: holds no handoff payload; only Instance Spot creation records and late request terminals. */
 export interface RelocationStore {
-  /** Records an Instance Spot's creation by its first message. false when a record already existed. */
+  /**
+   * Records an Instance Spot's creation by its first message. First write wins per ObjectGeneration: false when a
+   * record of that generation or a newer one already exists (a replay of the winning write still answers true); a
+   * record of an older generation (left by an instance that ended without its record being removed) is replaced.
+   * The record lives as long as the Spot — no TTL: it is removed when the Spot closes (closeSpot) or its owner
+   * record is removed (§14 cleanup), see removeInstanceCreation.
+   */
   recordInstanceCreation(record: InstanceCreation, opId: string): Promise<boolean>;
   getInstanceCreation(spotId: string): Promise<InstanceCreation | undefined>;
+  /**
+   * Removes the creation record of the Spot's `objectGeneration` (the Spot closed, or its owner record was removed).
+   * A record of another generation is kept. Idempotent; true when this call removed a record.
+   */
+  removeInstanceCreation(spotId: string, objectGeneration: number): Promise<boolean>;
   /** First write wins; false when a terminal was already recorded for opId. */
   recordRequestTerminal(opId: string, terminal: RequestTerminal, ttlMs: number): Promise<boolean>;
   getRequestTerminal(opId: string): Promise<RequestTerminal | undefined>;

@@ -151,6 +151,7 @@ export const terminalSchema = z.object({ ok: z.boolean(), value: z.unknown().opt
 export const opIdSchema = opId;
 export const ttlMsSchema = z.number().int().min(1);
 export const spotIdSchema = id;
+export const generationSchema = generation;
 
 /** Parses or throws TypeError("<what>: field '<path>' <rule>"). */
 export function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {

@@ -65,6 +65,8 @@ export class RelocationCoordinator {
    */
   private readonly sourceByActor = new Map<object, SourceUnit>();
   private readonly bytesPerType = new Map<string, number>();
+  /** Source units of Instance Spots by key, while they are in flight: closeSpot is ordered against them (§12). */
+  private readonly instanceUnits = new Map<ObjectKey, SourceUnit>();
   /** The target side: inbound units, one machine per inbound parcel. */
   readonly inbound: Inbound;
   /** `r.prepareKeys` parts of units too large for one message, until whole (bounded, prepare-assembly.ts). */
@@ -387,6 +389,12 @@ export class RelocationCoordinator {
   registerSource(actor: object, unit: SourceUnit): void {
     this.sourceByActor.set(actor, unit);
     this.sources.set(unit.plan.id, unit);
+    if (unit.plan.kind === 'instance') this.instanceUnits.set(unit.plan.root.key, unit);
+  }
+
+  /** §12: the in-flight relocation unit of an Instance Spot (undefined when none started or it settled). */
+  instanceUnit(key: ObjectKey): SourceUnit | undefined {
+    return this.instanceUnits.get(key);
   }
 
   /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */
@@ -394,6 +402,7 @@ export class RelocationCoordinator {
     // Nothing of the driver is needed after S1: `following` and its final states run no driver action.
     this.sourceByActor.delete(actor);
     this.sources.delete(unit.plan.id);
+    if (this.instanceUnits.get(unit.plan.root.key) === unit) this.instanceUnits.delete(unit.plan.root.key);
     this.wakeSettled();
   }
 

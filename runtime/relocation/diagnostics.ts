@@ -57,6 +57,7 @@ const WAITING_FOR: Record<string, string> = {
   budget: 'waiting for payload budget',
   safePoint: 'waiting for the current turn or application safe point',
   preparing: 'waiting for the target temporary queue',
+  closing: 'closed by closeSpot before its seal: waiting for the close to finish (not moved)',
 };
 
 export function relocationDiagnostics(view: DiagnosticsView, limit: number): RelocationDiagnostics {

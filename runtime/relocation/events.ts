@@ -14,7 +14,8 @@ export interface UnitEvent {
   readonly kind: UnitKind;
   /** Source side only (§7). */
   readonly batch?: 1 | 2 | 3;
-  readonly state: 'sealed' | 'cutOver' | 'restored' | 'notStarted' | 'followEnded' | 'relayReady' | 'committed' | 'opened' | 'discarded';
+  /** `closed`: source side, closeSpot reached the Instance Spot before its seal (§12); the unit moved nothing. */
+  readonly state: 'sealed' | 'cutOver' | 'restored' | 'notStarted' | 'closed' | 'followEnded' | 'relayReady' | 'committed' | 'opened' | 'discarded';
   /** The §8 point this event records, if any. */
   readonly point?: UnitPoint;
   readonly objects: readonly string[];

@@ -66,7 +66,7 @@ export interface OutboundPorts {
   readonly control: Pick<ControlBatcher, 'prepare' | 'flush'>;
   /** Unit payloads of one tick travel as one parcel. */
   readonly parcels: Pick<ParcelSender, 'send'>;
-  readonly objects: Pick<ObjectServer, 'forget' | 'runReadyCompleted'>;
+  readonly objects: Pick<ObjectServer, 'get' | 'forget' | 'runReadyCompleted'>;
   /** §7 ApplicationSignaled readiness: `ready` runs once the Spot's handler called relocationReady().defer(). */
   awaitDeferSignal(key: string, ready: () => void): void;
   cancelDeferSignal(key: string): void;

@@ -13,6 +13,10 @@
  *   FAILED (sealed)      the target's Restore throws: an explicit failure before relay-ready (§11)
  *   FOLLOW_EXPIRED       MessageFollowDuration passes on the source's clock (S4)
  *   ROUTE_CUT            Shutdown of the source while the unit follows (§14)
+ *   CLOSED               closeSpot on the source while the unit waits for its safe point (§12: Close first); on these
+ *                        paths the unit is an Instance Spot's, whose current turn is the one held on the gate
+ *   CLOSE_DONE           the held turn ends: onClosing(Closed) runs and the Spot's records go
+ *   STOP (closing)       the Relocate deadline passes while the close still waits for the held turn
  */
 import {
   FrameworkRuntimeState,
@@ -47,13 +51,17 @@ class SourceWorld extends World {
   target!: FrameworkRuntime;
   relocation!: Promise<RelocationResult>;
   shutdownCalled = false;
+  /** Paths through `closing`: the unit is an Instance Spot's and closeSpot is called on it. */
+  closePath = false;
+  closing: Promise<void> | undefined;
   readonly recorder = new Recorder<Surface>(unitSourceMachine, () =>
     this.source ? { state: this.source.status.state, diagnostics: this.source.diagnostics() } : undefined,
   );
 }
 
 const types = (path: ModelPath) => path.events.map((e) => e.type);
-const unitEvents = (w: SourceWorld, state: UnitEvent['state']) => w.sourceEvents.filter((e) => e.state === state && e.objects.includes('a:u'));
+const unitEvents = (w: SourceWorld, state: UnitEvent['state']) =>
+  w.sourceEvents.filter((e) => e.state === state && e.objects.includes(w.closePath ? 's:u' : 'a:u'));
 
 const driver: Driver<SourceWorld> = {
   async setup(path) {
@@ -72,10 +80,13 @@ const driver: Driver<SourceWorld> = {
       },
     });
     w.source.on(UNIT_CHANGED, (e) => void w.sourceEvents.push(e));
-    await w.source.createActor('Item', 'u');
-    expect(await w.source.request({ actor: 'u' }, { op: 'add' })).toBe(1);
+    w.closePath = events[0] === 'CLOSED';
+    // The object under test: an Actor, or (closing paths) an Instance Spot created by its first message here.
+    const u = w.closePath ? { spot: 'u' } : { actor: 'u' };
+    if (!w.closePath) await w.source.createActor('Item', 'u');
+    expect(await w.source.request(u, { op: 'add' })).toBe(1);
     // A turn that lasts until the test opens `safe`: the unit waits for this safe point.
-    w.keep(w.source.request({ actor: 'u' }, { op: 'hold', gate: 'safe' }, { timeoutMs: 60_000 }));
+    w.keep(w.source.request(u, { op: 'hold', gate: 'safe' }, { timeoutMs: 60_000 }));
     w.relocation = w.keep(w.source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: DEADLINE_MS }));
     // (The target search reads descriptors on the source's clock.)
     await until(() => w.recorder.subject !== undefined, 'the unit machine', undefined, () => {
@@ -88,13 +99,24 @@ const driver: Driver<SourceWorld> = {
     const type = path.events[index]!.type;
     const next = path.events[index + 1]?.type;
     switch (type) {
+      case 'CLOSED':
+        // The unit waits for the held turn (its safe point): the close is taken first (§12).
+        await until(() => (w.source.diagnostics().units.sourceByState['safePoint'] ?? 0) === 1, 'unit at its safe point', undefined, () =>
+          w.clock.increment(MODEL_TIMING.discoveryIntervalMs),
+        );
+        // (Longer than the deadline the STOP path moves the simulated clock by.)
+        w.closing = w.keep(w.source.closeSpot({ spot: 'u' }, { timeoutMs: 4 * DEADLINE_MS }));
+        return;
+      case 'CLOSE_DONE':
+        w.gate('safe').open();
+        return;
       case 'SAFE_POINT':
         // A FAILED next (sealed) is the target refusing to restore this unit.
         if (next === 'FAILED') w.poisoned.add('u');
         w.gate('safe').open();
         return;
       case 'STOP':
-        // §8: past the deadline no unit starts; one still waiting for its safe point stops.
+        // §8: past the deadline no unit starts; one still waiting for its safe point (or for a close) stops.
         w.clock.increment(DEADLINE_MS);
         return;
       case 'REPLY_INDETERMINATE':
@@ -152,6 +174,30 @@ const driver: Driver<SourceWorld> = {
         expect(await w.source.request({ actor: 'u' }, { op: 'where' })).toBe('source');
         expect(await w.source.request({ actor: 'u' }, { op: 'get' })).toBe(1);
         break;
+      case 'closing':
+        // Close came first: the unit gave back what it held and waits for the close; nothing was sealed.
+        expect(unitEvents(w, 'closed')).toHaveLength(1);
+        expect(unitEvents(w, 'sealed')).toEqual([]);
+        expect(seen?.state).toBe(FrameworkRuntimeState.Relocating);
+        expect(seen?.diagnostics.units.sourceByState).toEqual({ closing: 1 });
+        break;
+      case 'closed': {
+        // The Spot was not moved. Closed after the close finished: Relocated (nothing left to move). At the deadline
+        // the unit stops waiting and the relocation ends; the close still goes on (finish checks it).
+        expect(unitEvents(w, 'sealed')).toEqual([]);
+        const result = await w.relocation;
+        if (path.events[index]!.type === 'CLOSE_DONE') {
+          expect(result).toEqual({ mode: RelocationMode.PlannedMaintenance, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+          await w.closing;
+          expect(await w.source.locate({ spot: 'u' })).toBeUndefined();
+        } else {
+          // The relocation did not finish by its deadline (it waited for the close): Blocked, the source serves again.
+          expect(result).toEqual({ mode: RelocationMode.PlannedMaintenance, targetApplicationVersion: 1, outcome: RelocationOutcome.Blocked, reason: RelocationReason.DeadlineExceeded });
+          expect(w.source.status.state).toBe(FrameworkRuntimeState.Serving);
+          expect((await w.source.locate({ spot: 'u' }))?.nodeId).toBe('source');
+        }
+        break;
+      }
       case 'notStarted': {
         // Nothing was sealed: no S0, and the Actor never left the source.
         expect(unitEvents(w, 'notStarted')).toHaveLength(1);
@@ -169,6 +215,14 @@ const driver: Driver<SourceWorld> = {
 
   async finish(w) {
     if (w.shutdownCalled) return;
+    if (w.closePath) {
+      // The close finishes once the held turn ends; the Spot is gone, and a new message creates a new instance.
+      w.gate('safe').open();
+      await w.closing;
+      expect(await w.source.locate({ spot: 'u' })).toBeUndefined();
+      expect(await w.target.request({ spot: 'u' }, { op: 'add' })).toBe(1);
+      return;
+    }
     // Whatever the unit's end, the source keeps serving the Actor's messages (here, or followed to the target).
     w.gate('safe').open();
     expect(await w.source.request({ actor: 'u' }, { op: 'add' })).toBe(2);

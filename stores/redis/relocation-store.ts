@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { InstanceCreation, RelocationStore, RequestTerminal } from '../types';
-import { instanceCreationSchema, opIdSchema, parse, spotIdSchema, terminalSchema, ttlMsSchema } from '../validation';
+import { generationSchema, instanceCreationSchema, opIdSchema, parse, spotIdSchema, terminalSchema, ttlMsSchema } from '../validation';
 import type { RedisContext } from './context';
 
 export class RedisRelocationStore implements RelocationStore {
@@ -14,11 +14,24 @@ export class RedisRelocationStore implements RelocationStore {
   async recordInstanceCreation(record: InstanceCreation, opId: string): Promise<boolean> {
     const value = parse(instanceCreationSchema, record, 'recordInstanceCreation');
     parse(opIdSchema, opId, 'recordInstanceCreation opId');
-    return this.firstWrite('recordInstanceCreation', this.ctx.keys.instance(value.spotId), opId, value, 0);
+    const { client } = this.ctx;
+    const key = this.ctx.keys.instance(value.spotId);
+    // instance-record.lua: first write wins per ObjectGeneration; a replay of the winner answers 1 again (no fence).
+    return (
+      (await client.retrying('recordInstanceCreation', () => client.script('instanceRecord', [key], [opId, JSON.stringify(value), value.objectGeneration]))) === 1
+    );
   }
 
   async getInstanceCreation(spotId: string): Promise<InstanceCreation | undefined> {
     return this.read<InstanceCreation>('getInstanceCreation', this.ctx.keys.instance(parse(spotIdSchema, spotId, 'getInstanceCreation')));
+  }
+
+  async removeInstanceCreation(spotId: string, objectGeneration: number): Promise<boolean> {
+    const key = this.ctx.keys.instance(parse(spotIdSchema, spotId, 'removeInstanceCreation'));
+    parse(generationSchema, objectGeneration, 'removeInstanceCreation objectGeneration');
+    const { client } = this.ctx;
+    // Removing the record of one generation is safe to repeat (a replay finds nothing of it and removes nothing).
+    return (await client.retrying('removeInstanceCreation', () => client.script('instanceRemove', [key], [objectGeneration]))) === 1;
   }
 
   async recordRequestTerminal(opId: string, terminal: RequestTerminal, ttlMs: number): Promise<boolean> {

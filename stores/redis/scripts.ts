@@ -24,6 +24,8 @@ const SCRIPTS = {
   leaseRelease: { file: 'lease-release', guard: false },
   descriptorsList: { file: 'descriptors-list', guard: false },
   firstWrite: { file: 'first-write', guard: false },
+  instanceRecord: { file: 'instance-record', guard: false },
+  instanceRemove: { file: 'instance-remove', guard: false },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

@@ -59,7 +59,10 @@ export class UnitPool {
 
   /** `parent` is the invoked pool actor: the units become its children. */
   startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, parent: AnyActorRef, report: (event: PoolReport) => void): void {
-    const plans = this.batches[batch - 1]!;
+    // §12: an Instance Spot closed since the inventory was fixed is not carried (Close came first); one still closing
+    // gets a unit that only waits for its close to finish.
+    const objects = this.coord.outbound.objects;
+    const plans = this.batches[batch - 1]!.filter((plan) => plan.root.closing === undefined || objects.get(plan.root.key) === plan.root);
     this.batches[batch - 1] = [];
     let remaining = plans.length;
     let failure: RelocationReason | undefined;
@@ -94,6 +97,7 @@ export class UnitPool {
           if (DETACHED_STATES.has(snapshot.value)) return settle();
           if (snapshot.status !== 'done') return;
           const output = snapshot.output as UnitSourceOutput;
+          // `closed` (§12) is no failure: the Spot closed first and there is nothing left to move.
           settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
         },
         error: (error) => {
@@ -102,6 +106,7 @@ export class UnitPool {
         },
       });
       actor.start();
+      if (plan.root.closing !== undefined) unit.closeFirst();
     }
   }
 

@@ -59,6 +59,8 @@ export class SourceUnit {
   private captured: WorkItem[] = NOTHING_CAPTURED;
   /** Holds a seal permit (from before the safe point until the cutover submit, a restore or an abandon). */
   private permit = false;
+  /** closeSpot reached this Instance Spot before the seal (§12): the unit ends `closed`, not `notStarted`. */
+  private closedFirst = false;
   s0 = 0;
   s1 = 0;
 
@@ -322,7 +324,7 @@ export class SourceUnit {
 
   abandon(): void {
     this.stopped = true;
-    this.event('notStarted', undefined, this.ports.clock.now());
+    this.event(this.closedFirst ? 'closed' : 'notStarted', undefined, this.ports.clock.now());
     this.lease?.release();
     this.releasePermit();
     this.ports.cancelDeferSignal(this.plan.root.key);
@@ -330,9 +332,28 @@ export class SourceUnit {
     this.sendAbort();
   }
 
-  /** STOP (deadline, shutdown): honoured only before the seal. */
+  /** Whether the unit sealed its objects (§12: from the seal on, relocation came first and a close ends `moving`). */
+  get sealed(): boolean {
+    const at = this.at;
+    return at !== 'waiting' && at !== 'closing' && at !== 'closed';
+  }
+
+  /** §12: the application closed this Instance Spot before the seal; the unit does not move it. */
+  closeFirst(): void {
+    if (this.at !== 'waiting') return;
+    this.closedFirst = true;
+    this.actor.send({ type: 'CLOSED' });
+  }
+
+  /** The close that came first finished: the unit ends (`closed`). */
+  closeDone(): void {
+    if (this.at === 'closing') this.actor.send({ type: 'CLOSE_DONE' });
+  }
+
+  /** STOP (deadline, shutdown): honoured only before the seal (and by a unit that waits for a close, §12). */
   requestStop(): void {
-    if (this.at === 'waiting') this.actor.send({ type: 'STOP' });
+    const at = this.at;
+    if (at === 'waiting' || at === 'closing') this.actor.send({ type: 'STOP' });
   }
 
   private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {

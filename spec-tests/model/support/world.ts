@@ -255,6 +255,8 @@ export class World {
       defineActor<ProbeState>({ type: 'Pinned', relocation: disableRelocation(), create, receive }),
       defineSpot<ProbeState>({ type: 'Shell', kind: 'user', executionMode: 'PerActor', relocation, create, receive, onClosing: closing }),
       defineSpot<ProbeState>({ type: 'Group', kind: 'user', executionMode: 'SpotWide', relocation, create, receive, onClosing: closing }),
+      // An Instance Spot (created by its first message; closable with closeSpot, §12).
+      defineSpot<ProbeState>({ type: 'Piece', kind: 'instance', relocation, create, receive, onClosing: closing }),
     ];
   }
 
