@@ -23,6 +23,8 @@ const SCRIPTS = {
   leaseRelease: { file: 'lease-release', guard: false },
   descriptorsList: { file: 'descriptors-list', guard: false },
   firstWrite: { file: 'first-write', guard: false },
+  channelJoin: { file: 'channel-join', guard: true },
+  channelLeave: { file: 'channel-leave', guard: true },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;
