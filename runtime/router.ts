@@ -129,7 +129,12 @@ export class Router {
   /** The body is encoded (copied) at the call; a value the codec refuses throws ArgumentError here. */
   send(to: ObjectRef, body: unknown): void {
     const key = keyOfRef(to);
-    const env = this.envelope(key, encodeValue(body, 'message'), to, false);
+    this.sendEncoded(to, encodeValue(body, 'message'), key);
+  }
+
+  /** A body already encoded with the codec (Logical Multicast encodes once for all its targets). */
+  sendEncoded(to: ObjectRef, body: Uint8Array, key: ObjectKey = keyOfRef(to)): void {
+    const env = this.envelope(key, body, to, false);
     telemetry.routed(false);
     this.dispatch(env);
   }

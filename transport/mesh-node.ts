@@ -132,6 +132,12 @@ export class MeshNode implements ConnectionOwner {
     }
   }
 
+  /** Who answers at a manual endpoint: the descriptor's run when one names it, else the last handshake's. */
+  manualIdentity(endpoint: string): NodeRef | undefined {
+    const d = this.dialers.get(endpoint);
+    return d?.manual ? d.identity : undefined;
+  }
+
   registerManual(endpoint: string): void {
     const d = this.dialers.get(endpoint) ?? this.addDialer(endpoint);
     d.manual = true;
@@ -156,6 +162,7 @@ export class MeshNode implements ConnectionOwner {
     if (this.isSealed()) return false;
     const id = d.identity;
     if (!id) return true;
+    if (id.nodeId === this.ctx.self.nodeId) return false; // our own endpoint (a manual registration of it): nothing to dial
     const rec = this.table.get(id.nodeId);
     if (!rec || rec.lifecycleGeneration < id.lifecycleGeneration) return true;
     // A live connection (either direction) or a Draining record: nothing to dial.
@@ -284,6 +291,9 @@ export class MeshNode implements ConnectionOwner {
       else if (rec.lifecycleGeneration === peer.lifecycleGeneration && !rec.conn) this.table.setState(rec, 'Draining');
     }
     if (this.ctx.isClosing()) return;
+    // A manual dial refused after the challenge (e.g. a duplicate of a connection the peer dialed) still learned
+    // who answers there: without it the dialer, knowing no identity, would redial the same peer forever.
+    if (d?.manual && conn.outbound && conn.peer) d.learned = { nodeId: conn.peer.nodeId, lifecycleGeneration: conn.peer.lifecycleGeneration };
     if (d) {
       if (code === CloseCode.StaleGeneration && !d.manual) this.removeDialer(d);
       else d.lost(conn);

@@ -141,6 +141,10 @@ export class MeshTransport implements Transport {
     return this.manual.length > 0; // §4: registration, not connection status
   }
 
+  manualPeerIdentity(mesh: string, endpoint: string): NodeRef | undefined {
+    return this.byName.get(mesh)?.manualIdentity(endpoint);
+  }
+
   peers(mesh?: string): PeerInfo[] {
     if (mesh !== undefined) return this.byName.get(mesh)?.table.snapshot() ?? [];
     return this.nodes.flatMap((n) => n.table.snapshot());

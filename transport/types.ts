@@ -108,6 +108,11 @@ export interface Transport {
   /** Manual topology: a peer registered by hand. Registration alone makes preflight refuse (§4). */
   registerManualPeer(mesh: string, endpoint: string): void;
   hasManualPeers(): boolean;
+  /**
+   * The node run answering at a manually registered endpoint (learned from its handshake or its descriptor);
+   * undefined until known. Optional so other implementations stay valid.
+   */
+  manualPeerIdentity?(mesh: string, endpoint: string): NodeRef | undefined;
   /** Core peer table snapshot of one mesh, or of every mesh. */
   peers(mesh?: string): PeerInfo[];
   /** §5 order 5: the peer with exactly this RID and generation is Admitted and Ready on every mesh. */

@@ -11,6 +11,7 @@ import type { NodeDescriptor, NodeRef, Stores } from '../../stores/types';
 import type { FrameworkRuntimeState } from '../../vocabulary';
 import type { RuntimeMessage, Transport } from '../../transport/types';
 import type { UnitEvent } from '../relocation/events';
+import type { ObjectRef } from '../context';
 
 /** Wire prefix of component messages: `c.<component name>.<message>` (one place for it). */
 export const COMPONENT_MESSAGE_PREFIX = 'c.';
@@ -45,6 +46,11 @@ export interface ComponentPorts {
   onUnitEvent(listener: (event: UnitEvent) => void): () => void;
   /** Ask the host to republish its descriptor (a component's published fields changed). */
   republish(): void;
+  /**
+   * An application message already encoded with runtime/codec.ts, to an object through the router (owner route,
+   * relocation hold and relay, Message Follow), like `host.send`. The component decided admission (§15).
+   */
+  sendToObject(to: ObjectRef, body: Uint8Array): void;
 }
 
 export interface HostComponent {
@@ -64,6 +70,8 @@ export interface HostComponent {
   onMessage?(from: NodeRef, message: RuntimeMessage): void;
   /** A peer's connection was lost or the peer left. */
   onPeerLost?(peer: NodeRef): void;
+  /** A peer run is Ready on the primary mesh (first admission or after a reconnection). */
+  onPeerReady?(peer: NodeRef): void;
   /** §14 step 3: accepted work reaches its terminal; the signal aborts at the shutdown deadline. */
   drain?(signal: AbortSignal): Promise<void>;
   /** §14 step 5: release listeners, connections and records, in order. */
