@@ -4,7 +4,8 @@
  * `ack` are on the hot path of every event.
  *
  * A subscription link joins one subscription of a subscriber node to one publisher node run:
- *   subscriber → publisher  sub { s, topic, from }   subscribe (from = 1) or resume (from = next expected seq)
+ *   subscriber → publisher  sub { s, topic, from, r? }  subscribe (from = 1), or resume (r = 1: the link was
+ *                                                    accepted before; from = the next sequence it expects)
  *   publisher → subscriber  subok { s, from }        accepted (new or resumed)
  *   publisher → subscriber  refused { s, reason }    not accepted: the publisher host's state (§15), or 'unknown'
  *                                                    (a resume of a link the publisher no longer holds)
@@ -33,7 +34,7 @@ export const FANOUT_MESSAGES = {
 export type EndReason = 'unsubscribed' | 'publisher-closed' | 'overflow';
 
 export type FanoutMessage =
-  | { readonly t: typeof FANOUT_MESSAGES.sub; readonly s: number; readonly topic: string; readonly from: number }
+  | { readonly t: typeof FANOUT_MESSAGES.sub; readonly s: number; readonly topic: string; readonly from: number; readonly r?: 1 }
   | { readonly t: typeof FANOUT_MESSAGES.subok; readonly s: number; readonly from: number }
   | { readonly t: typeof FANOUT_MESSAGES.refused; readonly s: number; readonly reason: string }
   | { readonly t: typeof FANOUT_MESSAGES.ev; readonly s: number; readonly q: number; readonly p: string; readonly v: Uint8Array }
@@ -55,7 +56,7 @@ export function parseFanoutMessage(raw: RuntimeMessage): FanoutMessage | undefin
     case FANOUT_MESSAGES.ack:
       return isCount(m.q) ? (raw as FanoutMessage) : undefined;
     case FANOUT_MESSAGES.sub:
-      return isText(m.topic) && isSeq(m.from) ? (raw as FanoutMessage) : undefined;
+      return isText(m.topic) && isSeq(m.from) && (m.r === undefined || m.r === 1) ? (raw as FanoutMessage) : undefined;
     case FANOUT_MESSAGES.subok:
       return isSeq(m.from) ? (raw as FanoutMessage) : undefined;
     case FANOUT_MESSAGES.refused:

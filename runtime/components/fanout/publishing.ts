@@ -134,7 +134,7 @@ export class Publishing {
   onMessage(from: NodeRef, message: FanoutMessage): void {
     switch (message.t) {
       case FANOUT_MESSAGES.sub:
-        return this.onSubscribe(from, message.s, message.topic, message.from);
+        return this.onSubscribe(from, message.s, message.topic, message.from, message.r === 1);
       case FANOUT_MESSAGES.ack: {
         const link = this.held.get(linkKey(from, message.s));
         if (!link) return;
@@ -155,7 +155,7 @@ export class Publishing {
     }
   }
 
-  private onSubscribe(from: NodeRef, s: number, topic: string, resumeFrom: number): void {
+  private onSubscribe(from: NodeRef, s: number, topic: string, resumeFrom: number, resume: boolean): void {
     const key = linkKey(from, s);
     const existing = this.held.get(key);
     if (existing && existing.topic === topic) {
@@ -168,8 +168,8 @@ export class Publishing {
       return;
     }
     if (existing) this.drop(existing, 'unsubscribed');
-    // A resume of a link this run does not hold: the subscriber must know continuity is broken.
-    if (resumeFrom > 1) return void this.ports.send(from, { t: FANOUT_MESSAGES.refused, s, reason: 'unknown' });
+    // A resume of a link this run does not hold (it ended it): the subscriber must know continuity is broken.
+    if (resume) return void this.ports.send(from, { t: FANOUT_MESSAGES.refused, s, reason: 'unknown' });
     // §15 Classic fanout publisher: outside Serving no new subscriber connection is created.
     const state = this.ports.state();
     if (state !== FrameworkRuntimeState.Serving) return void this.ports.send(from, { t: FANOUT_MESSAGES.refused, s, reason: nameOf(FrameworkRuntimeState, state) });

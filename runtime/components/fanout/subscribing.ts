@@ -34,6 +34,8 @@ interface Link {
   state: LinkState;
   /** Next event sequence this link expects. */
   next: number;
+  /** The publisher accepted this link once: a later subscribe is a resume. */
+  accepted: boolean;
   /** The connection to the publisher was lost: the link resumes once it is Ready again. */
   lost: boolean;
   /** A resume was asked after a gap; further out-of-order events are ignored until the missing one arrives. */
@@ -142,7 +144,7 @@ export class Subscribing {
       const link = sub.links.get(key);
       if (!link) {
         if (!serving) continue;
-        const created: Link = { peer, state: 'subscribing', next: 1, lost: false, resuming: false, ackScheduled: false, missed: 0 };
+        const created: Link = { peer, state: 'subscribing', next: 1, accepted: false, lost: false, resuming: false, ackScheduled: false, missed: 0 };
         sub.links.set(key, created);
         this.subscribe(sub, created);
       } else if ((link.state === 'refused' || (link.state === 'subscribing' && link.lost)) && serving) {
@@ -153,7 +155,7 @@ export class Subscribing {
 
   private subscribe(sub: Subscription, link: Link): void {
     link.state = 'subscribing';
-    link.lost = !this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: sub.s, topic: sub.topic, from: link.next });
+    link.lost = !this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: sub.s, topic: sub.topic, from: link.next, ...(link.accepted ? { r: 1 as const } : {}) });
   }
 
   onPeerReady(peer: NodeRef): void {
@@ -200,6 +202,7 @@ export class Subscribing {
         return this.onEvent(sub, link, message.q, message.p, message.v);
       case FANOUT_MESSAGES.subok:
         if (link.state === 'subscribing') link.state = 'active';
+        link.accepted = true;
         link.lost = false;
         this.ports.changed();
         return;
@@ -211,6 +214,7 @@ export class Subscribing {
             'fanout publisher no longer holds this subscription link; events published meanwhile were not delivered; subscribing again',
           );
           link.next = 1;
+          link.accepted = false;
           link.state = 'refused';
           this.reconcile(sub, this.ports.descriptors(), false);
           return;
@@ -236,12 +240,13 @@ export class Subscribing {
       if (!link.resuming) {
         link.resuming = true;
         this.ports.logger.warn({ topic: sub.topic, publisher: nodeKey(link.peer), expected: link.next, got: q }, 'fanout events arrived out of sequence; resuming the link');
-        this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: sub.s, topic: sub.topic, from: link.next });
+        this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: sub.s, topic: sub.topic, from: link.next, r: 1 });
       }
       return;
     }
     link.next++;
     link.resuming = false;
+    link.accepted = true;
     if (link.state === 'subscribing') link.state = 'active';
     sub.queue.push({ value: v, q, info: { topic: sub.topic, publisher: { nodeId: link.peer.nodeId, lifecycleGeneration: link.peer.lifecycleGeneration, id: p } } });
     this.scheduleAck(sub, link);
