@@ -44,7 +44,9 @@ export {
   type TimerSpec,
   type ObjectDefinition,
 } from './definitions';
-export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle } from './context';
+export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle, ChannelApi } from './context';
+export type { FanoutPublisher, FanoutSubscription, FanoutHandler, FanoutEventInfo, SubscribeOptions } from './components/fanout/fanout';
+export type { ChannelMemberRef, MulticastResult } from './components/multicast/multicast';
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED, type HostEventName, type HostEventListener } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from './relocation/events';
@@ -52,6 +54,6 @@ export type { NodeInspectionEvent } from './inspection';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores, REDIS_STORE_DEFAULTS, MEMORY_STORE_DEFAULTS, LeaseHeldError } from '../stores';
 export type { RedisStoresOptions, MemoryStoresOptions, MemoryStores } from '../stores';
-export type { Stores, NodeRef, RequestTerminal } from '../stores/types';
+export type { Stores, NodeRef, RequestTerminal, ChannelStore, ChannelMember } from '../stores/types';
 export { StoreUnavailableError, DataLostError } from '../stores/types';
 export type { MeshConfig, TransportFactory, TransportOptions, Transport } from '../transport/types';
