@@ -348,6 +348,22 @@ export function describeTransportContract(h: ContractHarness): void {
       expect(a.transport.hasManualPeers()).toBe(false); // inbound connections are not registrations
     });
 
+    it('a manual registration of a peer already connected the other way learns who answers there and keeps the connection', async () => {
+      const [a, b] = await pair(); // a (the smaller run) dialed b
+      expect(b.transport.manualPeerIdentity?.('main', a.endpoints.main!)).toBeUndefined(); // not registered
+      b.transport.registerManualPeer('main', a.endpoints.main!);
+      // b's dial is refused as a duplicate of a's connection, but its challenge said who answers at that endpoint:
+      // the dialer knows the peer is connected and stops dialing instead of retrying forever.
+      await waitFor(() => b.transport.manualPeerIdentity?.('main', a.endpoints.main!)?.nodeId === 'a', 'identity learned');
+      expect(b.transport.manualPeerIdentity?.('main', a.endpoints.main!)).toEqual(a.ref);
+      await ticks(300); // several reconnect delays (FAST: 20–200 ms): a redial would show as a new connection
+      expect(ready(a, b)).toBe(true);
+      expect(a.transport.diagnostics().openConnections).toBe(1);
+      expect(b.transport.diagnostics().openConnections).toBe(1);
+      expect(a.transport.send(b.ref, { t: 'still' })).toBe(true);
+      await waitFor(() => b.messages().length === 1, 'message over the original connection');
+    });
+
     it('close is idempotent and rejects pending operations; nothing fires afterwards', async () => {
       const [a, b] = await pair({ budget: 100_000 });
       const held = await a.transport.acquireBudget(b.ref, 100_000);
