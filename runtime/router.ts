@@ -112,6 +112,8 @@ export class Router {
   /** Objects whose old owner is bouncing this node's messages: collected until the last one sent came back. */
   private readonly rerouting = new Map<ObjectKey, { bounced: Envelope[]; until: number; timer: unknown; by: NodeRef; hint?: NodeRef }>();
   private readonly pending = new Map<string, Pending>();
+  /** Instance Spots this node is placing now, with the messages waiting for that placement (in order). */
+  private readonly placing = new Map<ObjectKey, Envelope[]>();
   /** Messages for a peer that is known but not (yet, or no longer) Ready, in order, for a bounded time. */
   private readonly parked = new Map<string, { peer: NodeRef; messages: RuntimeMessage[]; timer: unknown }>();
   /** Peers that announced they are closing (transport `quiesce`): nothing more is sent to them. */
@@ -194,6 +196,9 @@ export class Router {
 
   /** Where a message goes next; `inbound` = it came from another node. */
   dispatch(env: Envelope, inbound = false): void {
+    // An Instance Spot this node is placing: the message goes after the one that is placing it.
+    const placing = this.placing.get(env.to);
+    if (placing) return void placing.push(env);
     // This node's own message waits behind its earlier ones for the object that are still being routed, even if
     // the object is here now (item 10: no overtaking).
     if (!inbound) {
@@ -306,18 +311,33 @@ export class Router {
     this.terminal(env, { ok: false, kind: 'unavailable', error: `owner ${route.owner.nodeId} of ${env.to} is not reachable` });
   }
 
+  /**
+   * One placement per Instance Spot at a time: messages that need the same placement meanwhile wait for it and go
+   * on in their order (two concurrent claims by this node would route the second message to itself, and the two
+   * placements could finish in either order).
+   */
   private async place(env: Envelope, type: string): Promise<void> {
+    const waiting = this.placing.get(env.to);
+    if (waiting) return void waiting.push(env);
+    const queue = [env];
+    this.placing.set(env.to, queue);
+    let placed: Awaited<ReturnType<ObjectServer['placeInstance']>>;
     try {
-      const placed = await this.deps.objects.placeInstance(type, env.to.slice(2));
-      if ('local' in placed) this.dispatch(env);
-      else {
-        const route = { owner: placed.record.owner, gen: placed.record.objectGeneration };
-        this.routes.set(env.to, route);
-        if (!this.sendTo(route.owner, env, route.gen))
-          this.terminal(env, { ok: false, kind: 'unavailable', error: `owner of ${env.to} is not connected` });
-      }
+      placed = await this.deps.objects.placeInstance(type, env.to.slice(2));
     } catch (error) {
-      this.terminal(env, { ok: false, kind: 'unavailable', error: `placement of ${env.to} failed: ${(error as Error).message}` });
+      this.placing.delete(env.to);
+      for (const e of queue) this.terminal(e, { ok: false, kind: 'unavailable', error: `placement of ${e.to} failed: ${(error as Error).message}` });
+      return;
+    }
+    this.placing.delete(env.to);
+    for (const e of queue) {
+      if ('local' in placed) {
+        this.dispatch(e);
+        continue;
+      }
+      const route = { owner: placed.record.owner, gen: placed.record.objectGeneration };
+      this.routes.set(e.to, route);
+      if (!this.sendTo(route.owner, e, route.gen)) this.terminal(e, { ok: false, kind: 'unavailable', error: `owner of ${e.to} is not connected` });
     }
   }
 
