@@ -390,6 +390,34 @@ describe('publisher restart and departure', () => {
     expect(sub.publishers()).toEqual([]);
   });
 
+  test('a publisher run missing from two snapshots and then back: a new link (new id) carries on; the old one the publisher still held is ended', async () => {
+    const net = new Net();
+    const p = net.add('p');
+    const s = net.add('s');
+    const pub = p.component.publisher('t');
+    const c = collector();
+    const sub = s.component.subscribe('t', c.handler);
+    net.discover();
+    await settle();
+    pub.publish(1);
+    await settle();
+    p.listed = false; // e.g. its lease renewal was late: the subscriber drops the link (it cannot tell p to end it)
+    net.discover();
+    net.discover();
+    expect(sub.publishers()).toEqual([]);
+    pub.publish(2); // the publisher still holds the old link: this event is not the subscription's any more
+    await settle();
+    p.listed = true;
+    net.discover();
+    await settle();
+    expect(sub.publishers()).toEqual([p.ref]);
+    for (const i of [3, 4, 5]) pub.publish(i);
+    await settle();
+    expect(c.events).toEqual([1, 3, 4, 5]);
+    const links = (p.component as unknown as { publishing: { linkCount: number } }).publishing.linkCount;
+    expect(links).toBe(1); // the stray link was ended when its event reached the subscriber
+  });
+
   test('the publisher side drops links of a subscriber run that left, and a closed publisher leaves the descriptor', async () => {
     const net = new Net();
     const p = net.add('p');

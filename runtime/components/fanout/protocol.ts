@@ -13,7 +13,9 @@
  *   subscriber → publisher  ack { s, q }             every event up to q arrived (cumulative)
  *   subscriber → publisher  unsub { s }              end this link
  *   publisher → subscriber  end { s, reason }        the link ended ('unsubscribed', 'publisher-closed', 'overflow')
- * `s` is the subscription's number on the subscriber's run; the publisher keys a link by (subscriber run, s).
+ * `s` is the link's number on the subscriber's run (a link made again to the same publisher run gets a new one);
+ * the publisher keys a link by (subscriber run, s). An event for a link the subscriber no longer has is answered
+ * with `unsub`, so a publisher never keeps feeding a link nobody reads.
  */
 import type { NodeDescriptor } from '../../../stores/types';
 import type { RuntimeMessage } from '../../../transport/types';

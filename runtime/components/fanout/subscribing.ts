@@ -30,6 +30,8 @@ export type FanoutHandler = (event: unknown, info: FanoutEventInfo) => void | Pr
 type LinkState = 'subscribing' | 'active' | 'refused' | 'unsubscribing';
 
 interface Link {
+  /** Wire id of this link (`s`): a link made again to the same run gets a new one, so the two never mix. */
+  readonly id: number;
   readonly peer: NodeRef;
   state: LinkState;
   /** Next event sequence this link expects. */
@@ -84,7 +86,11 @@ export interface SubscribingPorts {
 
 export class Subscribing {
   private readonly subscriptions = new Map<number, Subscription>();
+  private readonly byId = new Map<number, { readonly sub: Subscription; readonly link: Link }>();
+  /** Links a publisher still holds that are not ours any more, already asked to end (`<run>/<id>`). */
+  private readonly strays = new Set<string>();
   private counter = 0;
+  private linkCounter = 0;
 
   constructor(private readonly ports: SubscribingPorts) {}
 
@@ -102,6 +108,23 @@ export class Subscribing {
   /** The publisher runs a subscription is linked to now (accepted links). */
   publishersOf(sub: Subscription): NodeRef[] {
     return [...sub.links.values()].filter((l) => l.state === 'active').map((l) => ({ nodeId: l.peer.nodeId, lifecycleGeneration: l.peer.lifecycleGeneration }));
+  }
+
+  private removeLink(sub: Subscription, link: Link): void {
+    if (sub.links.get(nodeKey(link.peer)) === link) sub.links.delete(nodeKey(link.peer));
+    this.byId.delete(link.id);
+  }
+
+  /**
+   * A message for a link that is not ours (any more): an event means the publisher still holds a link we dropped
+   * (e.g. its descriptor was missing for a while) — ask it once to end that link, so it stops sending and holding.
+   */
+  private stray(from: NodeRef, message: FanoutMessage): void {
+    const key = `${nodeKey(from)}/${message.s}`;
+    if (message.t === FANOUT_MESSAGES.end) return void this.strays.delete(key);
+    if (message.t !== FANOUT_MESSAGES.ev || this.strays.has(key)) return;
+    this.ports.logger.debug({ publisher: nodeKey(from), s: message.s }, 'fanout event for a link that is not ours; asking the publisher to end it');
+    if (this.ports.send(from, { t: FANOUT_MESSAGES.unsub, s: message.s })) this.strays.add(key);
   }
 
   // ── links ─────────────────────────────────────────────────────────────────────────────
@@ -136,16 +159,17 @@ export class Subscribing {
       if (sub.endpoint !== undefined && !newer && (stillListed || this.ports.reachable(link.peer))) continue; // manual: the endpoint decides
       if (!newer && counted && ++link.missed < 2) continue; // one snapshot may be older than the link
       if (!newer && !counted) continue;
-      sub.links.delete(key);
-      if (stillListed && this.ports.reachable(link.peer)) this.ports.send(link.peer, { t: FANOUT_MESSAGES.unsub, s: sub.s });
+      this.removeLink(sub, link);
+      if (stillListed && this.ports.reachable(link.peer)) this.ports.send(link.peer, { t: FANOUT_MESSAGES.unsub, s: link.id });
       this.ports.changed();
     }
     for (const [key, { peer, serving }] of wanted) {
       const link = sub.links.get(key);
       if (!link) {
         if (!serving) continue;
-        const created: Link = { peer, state: 'subscribing', next: 1, accepted: false, lost: false, resuming: false, ackScheduled: false, missed: 0 };
+        const created: Link = { id: ++this.linkCounter, peer, state: 'subscribing', next: 1, accepted: false, lost: false, resuming: false, ackScheduled: false, missed: 0 };
         sub.links.set(key, created);
+        this.byId.set(created.id, { sub, link: created });
         this.subscribe(sub, created);
       } else if ((link.state === 'refused' || (link.state === 'subscribing' && link.lost)) && serving) {
         this.subscribe(sub, link);
@@ -155,7 +179,7 @@ export class Subscribing {
 
   private subscribe(sub: Subscription, link: Link): void {
     link.state = 'subscribing';
-    link.lost = !this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: sub.s, topic: sub.topic, from: link.next, ...(link.accepted ? { r: 1 as const } : {}) });
+    link.lost = !this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: link.id, topic: sub.topic, from: link.next, ...(link.accepted ? { r: 1 as const } : {}) });
   }
 
   onPeerReady(peer: NodeRef): void {
@@ -163,7 +187,7 @@ export class Subscribing {
       const link = sub.links.get(nodeKey(peer));
       if (!link || !link.lost || sub.closed) continue;
       if (link.state === 'unsubscribing') {
-        link.lost = !this.ports.send(peer, { t: FANOUT_MESSAGES.unsub, s: sub.s });
+        link.lost = !this.ports.send(peer, { t: FANOUT_MESSAGES.unsub, s: link.id });
         continue;
       }
       if (link.state === 'refused') continue;
@@ -179,7 +203,7 @@ export class Subscribing {
       if (!link) continue;
       if (link.state === 'unsubscribing') {
         // Nothing more comes over a lost connection to a link being ended: it is over.
-        sub.links.delete(nodeKey(peer));
+        this.removeLink(sub, link);
         this.ports.changed();
         continue;
       }
@@ -189,14 +213,9 @@ export class Subscribing {
   }
 
   onMessage(from: NodeRef, message: FanoutMessage): void {
-    const sub = this.subscriptions.get(message.s);
-    const link = sub?.links.get(nodeKey(from));
-    if (!sub || !link) {
-      if (message.t === FANOUT_MESSAGES.ev && !sameNode(from, this.ports.self))
-        // Not ours any more (closed or dropped): the publisher stops once it reads our unsub or sees us gone.
-        this.ports.logger.debug({ topic: sub?.topic, publisher: nodeKey(from), s: message.s }, 'fanout event for no subscription link here; dropped');
-      return;
-    }
+    const entry = this.byId.get(message.s);
+    if (!entry || !sameNode(entry.link.peer, from)) return this.stray(from, message);
+    const { sub, link } = entry;
     switch (message.t) {
       case FANOUT_MESSAGES.ev:
         return this.onEvent(sub, link, message.q, message.p, message.v);
@@ -224,7 +243,7 @@ export class Subscribing {
         this.ports.changed();
         return;
       case FANOUT_MESSAGES.end:
-        sub.links.delete(nodeKey(from));
+        this.removeLink(sub, link);
         if (message.reason === 'overflow')
           this.ports.logger.error({ topic: sub.topic, publisher: nodeKey(from) }, 'fanout publisher ended this link: events were not acknowledged in time and were not delivered');
         else if (message.reason === 'publisher-closed') this.ports.logger.info({ topic: sub.topic, publisher: nodeKey(from) }, 'fanout publisher closed');
@@ -240,7 +259,7 @@ export class Subscribing {
       if (!link.resuming) {
         link.resuming = true;
         this.ports.logger.warn({ topic: sub.topic, publisher: nodeKey(link.peer), expected: link.next, got: q }, 'fanout events arrived out of sequence; resuming the link');
-        this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: sub.s, topic: sub.topic, from: link.next, r: 1 });
+        this.ports.send(link.peer, { t: FANOUT_MESSAGES.sub, s: link.id, topic: sub.topic, from: link.next, r: 1 });
       }
       return;
     }
@@ -259,8 +278,8 @@ export class Subscribing {
     link.ackScheduled = true;
     setImmediate(() => {
       link.ackScheduled = false;
-      if (sub.links.get(nodeKey(link.peer)) !== link) return;
-      this.ports.send(link.peer, { t: FANOUT_MESSAGES.ack, s: sub.s, q: link.next - 1 });
+      if (this.byId.get(link.id)?.link !== link) return;
+      this.ports.send(link.peer, { t: FANOUT_MESSAGES.ack, s: link.id, q: link.next - 1 });
     });
   }
 
@@ -298,11 +317,11 @@ export class Subscribing {
   }
 
   private endLinks(sub: Subscription): void {
-    for (const [key, link] of sub.links) {
+    for (const link of [...sub.links.values()]) {
       if (link.state === 'unsubscribing') continue;
-      if ((link.state === 'active' || link.state === 'subscribing') && !link.lost && this.ports.send(link.peer, { t: FANOUT_MESSAGES.unsub, s: sub.s })) {
+      if ((link.state === 'active' || link.state === 'subscribing') && !link.lost && this.ports.send(link.peer, { t: FANOUT_MESSAGES.unsub, s: link.id })) {
         link.state = 'unsubscribing';
-      } else sub.links.delete(key);
+      } else this.removeLink(sub, link);
     }
     this.ports.changed();
   }
@@ -343,10 +362,12 @@ export class Subscribing {
       sub.closed = true;
       undelivered += sub.queue.length;
       sub.queue.length = 0;
-      for (const link of sub.links.values()) if (link.state !== 'unsubscribing' && !link.lost) this.ports.send(link.peer, { t: FANOUT_MESSAGES.unsub, s: sub.s });
+      for (const link of sub.links.values()) if (link.state !== 'unsubscribing' && !link.lost) this.ports.send(link.peer, { t: FANOUT_MESSAGES.unsub, s: link.id });
       sub.links.clear();
     }
     this.subscriptions.clear();
+    this.byId.clear();
+    this.strays.clear();
     return { undelivered };
   }
 }
