@@ -13,7 +13,14 @@ test('errors and defaults a user needs are exported from the entry', () => {
   const listener: zlink.HostEventListener = () => undefined;
   const unit: zlink.UnitListener = () => undefined;
   const defs: zlink.ObjectDefinition[] = [];
-  expect([redis, memory, logger, listener, unit, defs]).toHaveLength(6);
+  // Classic fanout and Logical Multicast.
+  const handler: zlink.FanoutHandler = (_event: unknown, info: zlink.FanoutEventInfo) => void info.publisher.id;
+  const subscribeOptions: zlink.SubscribeOptions = { endpoint: 'ws://10.0.0.5:7100' };
+  const member: zlink.ChannelMemberRef = { spot: 'shard-1', type: 'Shard' };
+  const result: zlink.MulticastResult = { targets: 1 };
+  const fanout: Pick<zlink.FanoutPublisher, 'topic'> & Pick<zlink.FanoutSubscription, 'topic'> = { topic: 't' };
+  const channels: Pick<zlink.ChannelApi, never> & Pick<zlink.ChannelStore, never> & zlink.ChannelMember = { spot: 's' };
+  expect([redis, memory, logger, listener, unit, defs, handler, subscribeOptions, member, result, fanout, channels]).toHaveLength(12);
 });
 
 test('diagnostics phases are readable state paths, not JSON', () => {
