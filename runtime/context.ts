@@ -38,9 +38,22 @@ export interface RelocationReadyHandle {
   defer(): void;
 }
 
+/** Logical Multicast membership of the Spot running this turn. */
+export interface ChannelApi {
+  /**
+   * Joins the Channel (cluster-wide; the membership belongs to the Spot and survives its relocation). Rejects with
+   * AdmissionError outside Serving (§15: no new membership admission while the host relocates or drains).
+   */
+  join(channel: string): Promise<void>;
+  /** Leaves the Channel: later multicast snapshots no longer include this Spot. */
+  leave(channel: string): Promise<void>;
+}
+
 export interface SpotContext<S = unknown> extends ObjectContext<S> {
   /** Current member Actor ids (User Spots). */
   readonly members: readonly string[];
+  /** Logical Multicast: this Spot joins and leaves Channels. */
+  readonly channels: ChannelApi;
   /** ApplicationSignaled readiness (§7). */
   relocationReady(): RelocationReadyHandle;
 }

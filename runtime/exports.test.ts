@@ -18,7 +18,14 @@ test('errors and defaults a user needs are exported from the entry', () => {
   const callOptions: zlink.CallOptions = { node: 'n', timeoutMs: 1, signal: new AbortController().signal };
   const registration: zlink.ServerRegistration | undefined = undefined;
   const spot: zlink.SpotRef = { spot: 'shard-9', type: 'Shard' };
-  expect([redis, memory, logger, listener, unit, defs, serve, serveOptions, callOptions, registration, spot]).toHaveLength(11);
+  // Classic fanout and Logical Multicast.
+  const handler: zlink.FanoutHandler = (_event: unknown, info: zlink.FanoutEventInfo) => void info.publisher.id;
+  const subscribeOptions: zlink.SubscribeOptions = { endpoint: 'ws://10.0.0.5:7100' };
+  const member: zlink.ChannelMemberRef = { spot: 'shard-1', type: 'Shard' };
+  const result: zlink.MulticastResult = { targets: 1 };
+  const fanout: Pick<zlink.FanoutPublisher, 'topic'> & Pick<zlink.FanoutSubscription, 'topic'> = { topic: 't' };
+  const channels: Pick<zlink.ChannelApi, never> & Pick<zlink.ChannelStore, never> & zlink.ChannelMember = { spot: 's' };
+  expect([redis, memory, logger, listener, unit, defs, serve, serveOptions, callOptions, registration, spot, handler, subscribeOptions, member, result, fanout, channels]).toHaveLength(17);
 });
 
 test('diagnostics phases are readable state paths, not JSON', () => {

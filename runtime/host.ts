@@ -39,6 +39,9 @@ import { componentOf, createComponents, type ComponentPorts, type HostComponent 
 import { CLIENT_SERVER, type CallOptions, type ClientServer, type ServeHandler, type ServeOptions, type ServerRegistration } from './components/client-server';
 import { InstanceSpotClose } from './spot-close/instance-spot-close';
 import { spotRefKey, type SpotRef } from './spot-close/spot-ref';
+import { FANOUT } from './components/fanout/protocol';
+import type { FanoutComponent, FanoutHandler, FanoutPublisher, FanoutSubscription, SubscribeOptions } from './components/fanout/fanout';
+import { MULTICAST, type ChannelMemberRef, type MulticastComponent, type MulticastResult } from './components/multicast/multicast';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -81,6 +84,21 @@ export interface FrameworkRuntime {
    * registering one makes Relocate end Blocked/ManualTopologyUnsupported.
    */
   registerManualClientEndpoint(channel: string, endpoint: string): void;
+  /** Classic fanout: an automatic publisher of `topic`, published in this host's descriptor. */
+  publisher(topic: string): FanoutPublisher;
+  /** Classic fanout, manual topology (§4): a publisher not in the descriptor; subscribers reach it by endpoint. */
+  registerManualPublisher(topic: string): FanoutPublisher;
+  /**
+   * Classic fanout: subscribes to `topic` at every automatic publisher found in descriptors, or — with
+   * `{ endpoint }`, manual topology (§4) — at the node answering at that mesh endpoint.
+   */
+  subscribe(topic: string, handler: FanoutHandler, options?: SubscribeOptions): FanoutSubscription;
+  /** Logical Multicast: the Spot joins the Channel (cluster-wide; survives the Spot's relocation). */
+  joinChannel(spot: ChannelMemberRef, channel: string): Promise<void>;
+  /** Logical Multicast: the Spot leaves the Channel. */
+  leaveChannel(spot: ChannelMemberRef, channel: string): Promise<void>;
+  /** Logical Multicast: sends `message` to every member Spot of the Channel's snapshot taken now. */
+  multicast(channel: string, message: unknown): Promise<MulticastResult>;
 }
 
 const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
@@ -118,7 +136,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
   descriptorSnapshot: NodeDescriptor[] = [];
 
   private readonly lifecycle: Actor<typeof hostLifecycleMachine>;
-  private readonly publisher: StatusPublisher;
+  private readonly statusPublisher: StatusPublisher;
   private shutdownPromise: Promise<TerminationResult> | undefined;
   private renewTimer: unknown;
   private discoveryTimer: unknown;
@@ -142,15 +160,15 @@ export class Host implements FrameworkRuntime, RelocationHost {
     this.stores = measuredStores(options.stores);
     this.logger = new HostLogger(options.logger, options.nodeId);
     this.types = new Map(options.types.map((t) => [t.type, t]));
-    this.publisher = new StatusPublisher({ state: FrameworkRuntimeState.Preparing, isReady: false, safeToShutdown: false });
+    this.statusPublisher = new StatusPublisher({ state: FrameworkRuntimeState.Preparing, isReady: false, safeToShutdown: false });
     this.lifecycle = createActor(hostLifecycleMachine, { clock: this.clock, inspect: options.inspect as never });
     this.lifecycle.subscribe((snapshot) => {
       const state = STATE_OF[snapshot.value as HostLifecycleStateName];
-      if (state !== this.publisher.current.state) {
+      if (state !== this.statusPublisher.current.state) {
         telemetry.hostState(state);
         const patch = this.transitionPatch;
         this.transitionPatch = {};
-        this.publisher.publish(state === FrameworkRuntimeState.Stopped ? { ...patch, ...this.terminalPatch, state } : { ...patch, state });
+        this.statusPublisher.publish(state === FrameworkRuntimeState.Stopped ? { ...patch, ...this.terminalPatch, state } : { ...patch, state });
         // Components are built after the machine starts (they need the router): the first Preparing is not theirs.
         for (const c of this.components ?? []) c.onStateChange?.(state);
       }
@@ -166,6 +184,10 @@ export class Host implements FrameworkRuntime, RelocationHost {
       rejectStaleGeneration: (env, current) => this.router.rejectStaleGeneration(env, current),
       send: (to, message) => this.send(to, message),
       request: (to, message, opts) => this.request(to, message, opts),
+      channels: {
+        join: (spot, channel) => this.multicastComponent.join(spot, channel, 'ctx.self'),
+        leave: (spot, channel) => this.multicastComponent.leave(spot, channel, 'ctx.self'),
+      },
       logger: this.logger,
     });
     this.router = new Router({
@@ -252,11 +274,11 @@ export class Host implements FrameworkRuntime, RelocationHost {
   }
 
   get state(): FrameworkRuntimeState {
-    return this.publisher.current.state;
+    return this.statusPublisher.current.state;
   }
 
   get status(): RuntimeStatus {
-    return this.publisher.current;
+    return this.statusPublisher.current;
   }
 
   /** The only way the host state changes. */
@@ -270,7 +292,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
   }
 
   publish(patch: Partial<RuntimeStatus>): void {
-    this.publisher.publish(patch);
+    this.statusPublisher.publish(patch);
   }
 
   // ── startup ────────────────────────────────────────────────────────────────────────────
@@ -401,6 +423,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
       isReady: (peer) => this.transport?.peers(this.options.meshes[0]!.name).some((p) => p.state === 'Ready' && sameNode(p, peer)) ?? false,
       transport: () => this.transport,
       onUnitEvent: (listener) => this.relocation.unitEvents.on(listener),
+      sendToObject: (to, body) => this.router.sendEncoded(to, body),
       republish: async () => {
         const state = this.state;
         if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error) return;
@@ -498,6 +521,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
     }
     this.relocation.onPeer(peer);
     if (peer.state === 'Lost') for (const c of this.components) c.onPeerLost?.(peer);
+    if (peer.state === 'Ready' && peer.mesh === this.options.meshes[0]!.name) for (const c of this.components) c.onPeerReady?.(peer);
     this.wakePeerWaiters();
   }
 
@@ -681,6 +705,44 @@ export class Host implements FrameworkRuntime, RelocationHost {
     this.clientServer.registerManualClientEndpoint(channel, endpoint);
   }
 
+  // ── Classic fanout and Logical Multicast (runtime/components) ─────────────────────────────
+
+  private component<T extends HostComponent>(name: string): T {
+    return this.components.find((c) => c.name === name) as T;
+  }
+
+  private get fanoutComponent(): FanoutComponent {
+    return this.component<FanoutComponent>(FANOUT);
+  }
+
+  private get multicastComponent(): MulticastComponent {
+    return this.component<MulticastComponent>(MULTICAST);
+  }
+
+  publisher(topic: string): FanoutPublisher {
+    return this.fanoutComponent.publisher(topic);
+  }
+
+  registerManualPublisher(topic: string): FanoutPublisher {
+    return this.fanoutComponent.registerManualPublisher(topic);
+  }
+
+  subscribe(topic: string, handler: FanoutHandler, options?: SubscribeOptions): FanoutSubscription {
+    return this.fanoutComponent.subscribe(topic, handler, options);
+  }
+
+  joinChannel(spot: ChannelMemberRef, channel: string): Promise<void> {
+    return this.multicastComponent.join(spot, channel);
+  }
+
+  leaveChannel(spot: ChannelMemberRef, channel: string): Promise<void> {
+    return this.multicastComponent.leave(spot, channel);
+  }
+
+  multicast(channel: string, message: unknown): Promise<MulticastResult> {
+    return this.multicastComponent.multicast(channel, message);
+  }
+
   on(event: HostEventName, listener: HostEventListener): () => void;
   on(event: typeof UNIT_CHANGED, listener: UnitListener): () => void;
   on(event: HostEventName | typeof UNIT_CHANGED, listener: HostEventListener | UnitListener): () => void {
@@ -688,12 +750,12 @@ export class Host implements FrameworkRuntime, RelocationHost {
     if (event === UNIT_CHANGED) return this.relocation.unitEvents.on(listener as UnitListener);
     if (event !== RELOCATION_CHANGED && event !== TERMINATION_CHANGED)
       throw new ArgumentError('event', `must be '${RELOCATION_CHANGED}', '${TERMINATION_CHANGED}' or '${UNIT_CHANGED}'`);
-    return this.publisher.on(event, listener as HostEventListener);
+    return this.statusPublisher.on(event, listener as HostEventListener);
   }
 
   observe(opts?: { signal?: AbortSignal }): AsyncIterable<RuntimeStatus> {
     if (opts !== undefined && (typeof opts !== 'object' || opts === null)) throw new ArgumentError('options', 'must be an object');
-    return this.publisher.observe(checkSignal(opts?.signal));
+    return this.statusPublisher.observe(checkSignal(opts?.signal));
   }
 
   diagnostics(opts?: { limit?: number }): RelocationDiagnostics {

@@ -44,7 +44,9 @@ export {
   type TimerSpec,
   type ObjectDefinition,
 } from './definitions';
-export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle } from './context';
+export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle, ChannelApi } from './context';
+export type { FanoutPublisher, FanoutSubscription, FanoutHandler, FanoutEventInfo, SubscribeOptions } from './components/fanout/fanout';
+export type { ChannelMemberRef, MulticastResult } from './components/multicast/multicast';
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export type { CallOptions, ServeHandler, ServeInfo, ServeOptions, ServerRegistration } from './components/client-server';
 export type { SpotRef } from './spot-close/spot-ref';
@@ -54,6 +56,6 @@ export type { NodeInspectionEvent } from './inspection';
 export { SimulatedClock, systemClock, type Clock } from './clock';
 export { memoryStores, redisStores, REDIS_STORE_DEFAULTS, MEMORY_STORE_DEFAULTS, LeaseHeldError } from '../stores';
 export type { RedisStoresOptions, RedisClusterNode, RedisClusterOptions, MemoryStoresOptions, MemoryStores } from '../stores';
-export type { Stores, NodeRef, RequestTerminal } from '../stores/types';
+export type { Stores, NodeRef, RequestTerminal, ChannelStore, ChannelMember } from '../stores/types';
 export { StoreUnavailableError, DataLostError } from '../stores/types';
 export type { MeshConfig, TransportFactory, TransportOptions, Transport } from '../transport/types';

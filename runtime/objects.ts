@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LocationStore, NodeRef, OwnerRecord, RelocationStore } from '../stores/types';
 import type { Clock } from './clock';
-import type { ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SpotContext } from './context';
+import type { ChannelApi, ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SpotContext } from './context';
 import type { ActorDefinition, ClosingReason, ObjectDefinition, ReadyCompletion, SpotDefinition } from './definitions';
 import { decodeValue, encodeValue } from './codec';
 import type { Envelope } from './envelope';
@@ -38,6 +38,11 @@ export interface ObjectServerDeps {
   rejectStaleGeneration(env: Envelope, current: number): void;
   send(to: ObjectRef, message: unknown): void;
   request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
+  /** Logical Multicast membership of a Spot (runtime/components/multicast); absent: Channels are not available. */
+  channels?: {
+    join(spot: { spot: string; type?: string }, channel: string): Promise<void>;
+    leave(spot: { spot: string; type?: string }, channel: string): Promise<void>;
+  };
   readonly logger: RuntimeLog;
 }
 
@@ -52,6 +57,7 @@ class HostedContext implements ObjectContext<unknown>, SpotContext<unknown> {
   private requestFn: ObjectContext<unknown>['request'] | undefined;
   private setStateFn: ObjectContext<unknown>['setState'] | undefined;
   private readyFn: SpotContext<unknown>['relocationReady'] | undefined;
+  private channelsApi: ChannelApi | undefined;
 
   constructor(
     private readonly hosted: Hosted,
@@ -92,6 +98,19 @@ class HostedContext implements ObjectContext<unknown>, SpotContext<unknown> {
     return (this.setStateFn ??= (next) => {
       hosted.state = next;
     });
+  }
+  /** Spots only (an Actor's context has no `channels`); an Instance Spot is recorded with its type. */
+  get channels(): ChannelApi {
+    const { hosted, server } = this;
+    if (hosted.kind !== 'spot') return undefined as never;
+    return (this.channelsApi ??= (() => {
+      const member = hosted.def.kind === 'instance' ? { spot: hosted.id, type: hosted.def.type } : { spot: hosted.id };
+      const port = () => {
+        if (!server.deps.channels) throw new TypeError('channels: Logical Multicast is not available on this host');
+        return server.deps.channels;
+      };
+      return { join: async (channel) => port().join(member, channel), leave: async (channel) => port().leave(member, channel) };
+    })());
   }
   get relocationReady(): SpotContext<unknown>['relocationReady'] {
     const { hosted, server } = this;

@@ -113,6 +113,8 @@ export class Router {
   /** Objects whose old owner is bouncing this node's messages: collected until the last one sent came back. */
   private readonly rerouting = new Map<ObjectKey, { bounced: Envelope[]; until: number; timer: unknown; by: NodeRef; hint?: NodeRef }>();
   private readonly pending = new Map<string, Pending>();
+  /** Instance Spots this node is placing now, with the messages waiting for that placement (in order). */
+  private readonly placing = new Map<ObjectKey, Envelope[]>();
   /** Messages for a peer that is known but not (yet, or no longer) Ready, in order, for a bounded time. */
   private readonly parked = new Map<string, { peer: NodeRef; messages: RuntimeMessage[]; timer: unknown }>();
   /** Peers that announced they are closing (transport `quiesce`): nothing more is sent to them. */
@@ -130,7 +132,12 @@ export class Router {
   /** The body is encoded (copied) at the call; a value the codec refuses throws ArgumentError here. */
   send(to: ObjectRef, body: unknown): void {
     const key = keyOfRef(to);
-    const env = this.envelope(key, encodeValue(body, 'message'), to, false);
+    this.sendEncoded(to, encodeValue(body, 'message'), key);
+  }
+
+  /** A body already encoded with the codec (Logical Multicast encodes once for all its targets). */
+  sendEncoded(to: ObjectRef, body: Uint8Array, key: ObjectKey = keyOfRef(to)): void {
+    const env = this.envelope(key, body, to, false);
     telemetry.routed(false);
     this.dispatch(env);
   }
@@ -221,6 +228,9 @@ export class Router {
 
   /** Where a message goes next; `inbound` = it came from another node. */
   dispatch(env: Envelope, inbound = false): void {
+    // An Instance Spot this node is placing: the message goes after the one that is placing it.
+    const placing = this.placing.get(env.to);
+    if (placing) return void placing.push(env);
     // This node's own message waits behind its earlier ones for the object that are still being routed, even if
     // the object is here now (item 10: no overtaking).
     if (!inbound) {
@@ -343,23 +353,37 @@ export class Router {
     this.terminal(env, { ok: false, kind: 'unavailable', error: `owner ${route.owner.nodeId} of ${env.to} is not reachable` });
   }
 
+  /**
+   * One placement per Instance Spot at a time: messages that need the same placement meanwhile wait for it and go
+   * on in their order (two concurrent claims by this node would route the second message to itself, and the two
+   * placements could finish in either order).
+   */
   private async place(env: Envelope, type: string): Promise<void> {
+    const waiting = this.placing.get(env.to);
+    if (waiting) return void waiting.push(env);
+    const queue = [env];
+    this.placing.set(env.to, queue);
+    let placed: Awaited<ReturnType<ObjectServer['placeInstance']>>;
     try {
-      const placed = await this.deps.objects.placeInstance(type, env.to.slice(2));
-      // §15 Instance Spot placement: an activation accepted before a Shutdown's seal is processed to its terminal,
-      // so the message that placed the Spot is delivered, not refused by the Draining admission it never passed.
-      if ('local' in placed) {
-        if (this.closed) this.terminal(env, { ok: false, kind: 'shutdown', error: 'the host shut down before the message was routed' });
-        else if (!this.deps.objects.deliver(env)) this.dispatch(env);
-      }
-      else {
-        const route = { owner: placed.record.owner, gen: placed.record.objectGeneration };
-        this.routes.set(env.to, route);
-        if (!this.sendTo(route.owner, env, route.gen))
-          this.terminal(env, { ok: false, kind: 'unavailable', error: `owner of ${env.to} is not connected` });
-      }
+      placed = await this.deps.objects.placeInstance(type, env.to.slice(2));
     } catch (error) {
-      this.terminal(env, { ok: false, kind: 'unavailable', error: `placement of ${env.to} failed: ${(error as Error).message}` });
+      this.placing.delete(env.to);
+      for (const e of queue) this.terminal(e, { ok: false, kind: 'unavailable', error: `placement of ${e.to} failed: ${(error as Error).message}` });
+      return;
+    }
+    this.placing.delete(env.to);
+    for (const e of queue) {
+      if ('local' in placed) {
+        // §15 Instance Spot placement: an activation accepted before a Shutdown's seal is processed to its terminal,
+        // so the messages that waited for the placement are delivered, not refused by the Draining admission they
+        // never passed.
+        if (this.closed) this.terminal(e, { ok: false, kind: 'shutdown', error: 'the host shut down before the message was routed' });
+        else if (!this.deps.objects.deliver(e)) this.dispatch(e);
+        continue;
+      }
+      const route = { owner: placed.record.owner, gen: placed.record.objectGeneration };
+      this.routes.set(e.to, route);
+      if (!this.sendTo(route.owner, e, route.gen)) this.terminal(e, { ok: false, kind: 'unavailable', error: `owner of ${e.to} is not connected` });
     }
   }
 

@@ -1,6 +1,6 @@
 /**
  * Store call metrics (§16): the host sees its stores through this wrapper, which times every call of the
- * Location, descriptor and Relocation Store and counts the ones that fail. Labels are the store and method
+ * Location, descriptor, Relocation and channel Store and counts the ones that fail. Labels are the store and method
  * names and the error class — never ids. The stores themselves are untouched (they are shared between hosts).
  */
 import type { Stores } from '../stores/types';
@@ -60,7 +60,7 @@ function timed<T extends object>(target: T, store: string): T {
 /** The stores as one host uses them, with call metrics; `close` and everything else are the application's, as they are. */
 export function measuredStores(stores: Stores): Stores {
   const parts = new Map<string, { raw: object; view: object }>();
-  const part = (name: 'location' | 'descriptors' | 'relocation'): object => {
+  const part = (name: 'location' | 'descriptors' | 'relocation' | 'channels'): object => {
     const raw = stores[name];
     let entry = parts.get(name);
     if (!entry || entry.raw !== raw) parts.set(name, (entry = { raw, view: timed(raw, name) }));
@@ -69,7 +69,7 @@ export function measuredStores(stores: Stores): Stores {
   const top = timed(stores, 'stores');
   return new Proxy(stores, {
     get(t, prop) {
-      if (prop === 'location' || prop === 'descriptors' || prop === 'relocation') return part(prop);
+      if (prop === 'location' || prop === 'descriptors' || prop === 'relocation' || prop === 'channels') return part(prop);
       if (prop === 'ping') return top.ping;
       return Reflect.get(t, prop, t);
     },

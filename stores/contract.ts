@@ -376,6 +376,55 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
       });
     });
 
+    describe('channel membership (Logical Multicast)', () => {
+      test('join and leave: members() is one sorted snapshot; each write reports whether it changed membership', async () => {
+        const { channels } = h.stores;
+        const channel = unique('room:chat');
+        expect(await channels.members(channel)).toEqual([]);
+        expect(await channels.join(channel, { spot: 'b-spot' }, op())).toBe(true);
+        expect(await channels.join(channel, { spot: 'a-shard', type: 'Shard' }, op())).toBe(true);
+        expect(await channels.join(channel, { spot: 'b-spot' }, op())).toBe(false);
+        expect(await channels.members(channel)).toEqual([{ spot: 'a-shard', type: 'Shard' }, { spot: 'b-spot' }]);
+        expect(await channels.leave(channel, 'b-spot', op())).toBe(true);
+        expect(await channels.leave(channel, 'b-spot', op())).toBe(false);
+        expect(await channels.members(channel)).toEqual([{ spot: 'a-shard', type: 'Shard' }]);
+        // Channels are independent of each other.
+        expect(await channels.members(unique('other'))).toEqual([]);
+      });
+
+      test('a replayed opId returns its recorded result and does not apply again after a later leave', async () => {
+        const { channels } = h.stores;
+        const channel = unique('replay');
+        const joinOp = op();
+        expect(await channels.join(channel, { spot: 's1' }, joinOp)).toBe(true);
+        expect(await channels.leave(channel, 's1', op())).toBe(true);
+        // A late replay of the join (a retried command) must not bring the Spot back.
+        expect(await channels.join(channel, { spot: 's1' }, joinOp)).toBe(true);
+        expect(await channels.members(channel)).toEqual([]);
+      });
+
+      test('ids with braces, colons and spaces stay apart (one hash tag per Channel)', async () => {
+        const { channels } = h.stores;
+        const a = unique('{x}:a b');
+        const b = unique('{x}:a');
+        await channels.join(a, { spot: '{s}:1' }, op());
+        await channels.join(b, { spot: 's 2' }, op());
+        expect(await channels.members(a)).toEqual([{ spot: '{s}:1' }]);
+        expect(await channels.members(b)).toEqual([{ spot: 's 2' }]);
+      });
+
+      test('bad channel input is a TypeError naming the field, and nothing is written', async () => {
+        const { channels } = h.stores;
+        const channel = unique('bad');
+        await expect(channels.join('', { spot: 's' }, op())).rejects.toThrow(/channels\.join channel/);
+        await expect(channels.join(channel, { spot: '' }, op())).rejects.toThrow(/field 'spot'/);
+        await expect(channels.join(channel, { spot: 's', extra: 1 } as never, op())).rejects.toThrow(TypeError);
+        await expect(channels.join(channel, { spot: 's' }, '')).rejects.toThrow(/opId/);
+        await expect(channels.leave(channel, '', op())).rejects.toThrow(/channels\.leave spot/);
+        expect(await channels.members(channel)).toEqual([]);
+      });
+    });
+
     test('ping answers', async () => {
       await expect(h.stores.ping()).resolves.toBeUndefined();
     });

@@ -190,11 +190,33 @@ export interface RelocationStore {
   getRequestTerminal(opId: string): Promise<RequestTerminal | undefined>;
 }
 
+/** A Spot that joined a Channel (Logical Multicast). `type` names an Instance Spot's type, so a multicast reaches it. */
+export interface ChannelMember {
+  readonly spot: string;
+  readonly type?: string;
+}
+
+/**
+ * Channel membership of Logical Multicast (§15): which Spots joined which Channel, cluster-wide. Keyed by the Spot,
+ * not by the node that hosts it, so a membership survives the Spot's relocation. Writes carry an opId like every
+ * other write (§1.1): a replay returns the recorded result, and a lost reply is resolved, never guessed.
+ */
+export interface ChannelStore {
+  /** Adds (or re-types) a member. true when the Spot was not a member before. */
+  join(channel: string, member: ChannelMember, opId: string): Promise<boolean>;
+  /** Removes a member. true when the Spot was a member. */
+  leave(channel: string, spot: string, opId: string): Promise<boolean>;
+  /** Every member of the Channel as one snapshot (ordered by Spot id). */
+  members(channel: string): Promise<ChannelMember[]>;
+}
+
 export interface Stores {
   readonly provider: 'memory' | 'redis';
   readonly location: LocationStore;
   readonly descriptors: DescriptorStore;
   readonly relocation: RelocationStore;
+  /** Logical Multicast channel membership. */
+  readonly channels: ChannelStore;
   /** Resolves when the provider answers; rejects with StoreUnavailableError. */
   ping(): Promise<void>;
   /**

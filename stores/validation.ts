@@ -149,6 +149,8 @@ export const instanceCreationSchema = z
   .strict();
 export const terminalSchema = z.object({ ok: z.boolean(), value: z.unknown().optional(), error: z.string().optional() }).strict();
 export const opIdSchema = opId;
+export const channelSchema = id;
+export const channelMemberSchema = z.object({ spot: id, type: id.optional() }).strict();
 export const ttlMsSchema = z.number().int().min(1);
 export const spotIdSchema = id;
 export const generationSchema = generation;

@@ -368,9 +368,13 @@ export function describeTransportContract(h: ContractHarness): void {
       b.transport.connectEndpoint!('main', a.endpoints.main!); // b's dial loses the connection rule
       await waitFor(() => b.transport.peerAt!('main', a.endpoints.main!) !== undefined, 'identity learned');
       expect(b.transport.peerAt!('main', a.endpoints.main!)).toEqual(a.ref);
-      await ticks(100);
+      await ticks(300); // several reconnect delays (FAST: 20–200 ms): a redial would show as a new connection
       expect(ready(a, b)).toBe(true); // the kept connection was not disturbed
       expect(a.transport.peers('main')).toEqual([expect.objectContaining({ nodeId: 'b', state: 'Ready' })]);
+      expect(a.transport.diagnostics!().openConnections).toBe(1);
+      expect(b.transport.diagnostics!().openConnections).toBe(1);
+      expect(a.transport.send(b.ref, { t: 'still' })).toBe(true);
+      await waitFor(() => b.messages().length === 1, 'message over the original connection');
     });
 
     it('close is idempotent and rejects pending operations; nothing fires afterwards', async () => {

@@ -162,6 +162,7 @@ export class MeshNode implements ConnectionOwner {
     if (this.isSealed()) return false;
     const id = d.identity;
     if (!id) return true;
+    if (id.nodeId === this.ctx.self.nodeId) return false; // our own endpoint (a manual registration of it): nothing to dial
     const rec = this.table.get(id.nodeId);
     if (!rec || rec.lifecycleGeneration < id.lifecycleGeneration) return true;
     // A live connection (either direction) or a Draining record: nothing to dial.
@@ -183,18 +184,6 @@ export class MeshNode implements ConnectionOwner {
   // ---- ConnectionOwner -------------------------------------------------------------------------------------
 
   judge(conn: Connection, peer: PeerIdentity): CloseCode | undefined {
-    const verdict = this.verdict(conn, peer);
-    // A manual dial refused as a duplicate (the peer's own dial won) still learned who listens at its endpoint: the
-    // dialer then waits until that run's live connection drops instead of redialing it in a loop, and the endpoint's
-    // identity is known (peerAt).
-    if (verdict === CloseCode.Duplicate && conn.outbound) {
-      const d = this.dialerOf.get(conn);
-      if (d && !d.expected) d.learned = { nodeId: peer.nodeId, lifecycleGeneration: peer.lifecycleGeneration };
-    }
-    return verdict;
-  }
-
-  private verdict(conn: Connection, peer: PeerIdentity): CloseCode | undefined {
     if (peer.nodeId === this.ctx.self.nodeId) return CloseCode.UnexpectedPeer; // our own endpoint (or an older run of us)
     const expected = this.dialerOf.get(conn)?.expected;
     if (expected && !sameRef(expected, peer)) return CloseCode.UnexpectedPeer; // endpoint now serves another run
@@ -302,6 +291,9 @@ export class MeshNode implements ConnectionOwner {
       else if (rec.lifecycleGeneration === peer.lifecycleGeneration && !rec.conn) this.table.setState(rec, 'Draining');
     }
     if (this.ctx.isClosing()) return;
+    // A manual dial refused after the challenge (e.g. a duplicate of a connection the peer dialed) still learned
+    // who answers there (peerAt): without it the dialer, knowing no identity, would redial the same peer forever.
+    if (d?.manual && conn.outbound && conn.peer) d.learned = { nodeId: conn.peer.nodeId, lifecycleGeneration: conn.peer.lifecycleGeneration };
     if (d) {
       if (code === CloseCode.StaleGeneration && !d.manual) this.removeDialer(d);
       else d.lost(conn);

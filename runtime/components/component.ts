@@ -11,6 +11,7 @@ import type { NodeDescriptor, NodeRef, Stores } from '../../stores/types';
 import type { FrameworkRuntimeState } from '../../vocabulary';
 import type { RuntimeMessage, Transport } from '../../transport/types';
 import type { UnitEvent } from '../relocation/events';
+import type { ObjectRef } from '../context';
 
 /** Wire prefix of component messages: `c.<component name>.<message>` (one place for it). */
 export const COMPONENT_MESSAGE_PREFIX = 'c.';
@@ -48,6 +49,11 @@ export interface ComponentPorts {
    * (or could not be: that is logged; it never rejects), so a component can tell its caller "published".
    */
   republish(): Promise<void>;
+  /**
+   * An application message already encoded with runtime/codec.ts, to an object through the router (owner route,
+   * relocation hold and relay, Message Follow), like `host.send`. The component decided admission (§15).
+   */
+  sendToObject(to: ObjectRef, body: Uint8Array): void;
 }
 
 export interface HostComponent {

@@ -5,10 +5,12 @@
 import type { ResolvedRuntimeOptions } from '../options';
 import type { ComponentPorts, HostComponent } from './component';
 import { createClientServer } from './client-server';
+import { createFanout } from './fanout/fanout';
+import { createMulticast } from './multicast/multicast';
 
 export type { ComponentPorts, HostComponent, ComponentFactory } from './component';
 export { componentOf, componentMessageType, COMPONENT_MESSAGE_PREFIX } from './component';
 
 export function createComponents(options: ResolvedRuntimeOptions, ports: ComponentPorts): HostComponent[] {
-  return [createClientServer(options, ports)];
+  return [createClientServer(options, ports), createFanout(ports, options.meshes[0]!.name), createMulticast(ports)];
 }

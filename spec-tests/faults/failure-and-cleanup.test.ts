@@ -289,6 +289,7 @@ function faultyStores(inner: Stores, faults: StoreFaults): Stores {
     provider: inner.provider,
     location: inner.location,
     relocation: inner.relocation,
+    channels: inner.channels,
     ping: () => (faults.ping ? Promise.reject(new StoreUnavailableError('injected: store unreachable')) : inner.ping()),
     close: () => inner.close(),
     descriptors: {

@@ -44,6 +44,7 @@ function slowLocation(inner: Stores, g: Gate, pingGate?: Gate): Stores {
   };
   return {
     provider: inner.provider,
+    channels: inner.channels,
     ping: async () => {
       if (pingGate?.armed) {
         pingGate.armed = false;

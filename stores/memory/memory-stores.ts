@@ -4,6 +4,7 @@
  * Instances are independent: hosts in one process share one instance (API.md "Creating a host").
  */
 import type { Stores } from '../types';
+import { MemoryChannelStore } from './memory-channels';
 import { MemoryDescriptorStore } from './memory-descriptors';
 import { MemoryLocationStore } from './memory-location';
 import { MemoryRelocationStore } from './memory-relocation';
@@ -25,11 +26,13 @@ export const MEMORY_STORE_DEFAULTS = { opResultTtlMs: 3_600_000 } as const;
 
 export function memoryStores(options: MemoryStoresOptions = {}): MemoryStores {
   const now = options.now ?? Date.now;
+  const opTtlMs = options.opResultTtlMs ?? MEMORY_STORE_DEFAULTS.opResultTtlMs;
   return {
     provider: 'memory',
-    location: new MemoryLocationStore(new OpLog(now, options.opResultTtlMs ?? MEMORY_STORE_DEFAULTS.opResultTtlMs)),
+    location: new MemoryLocationStore(new OpLog(now, opTtlMs)),
     descriptors: new MemoryDescriptorStore(now),
     relocation: new MemoryRelocationStore(now),
+    channels: new MemoryChannelStore(new OpLog(now, opTtlMs)),
     ping: async () => undefined,
     close: async () => undefined,
   };

@@ -69,6 +69,11 @@ export class RedisKeys {
   terminal(opId: string): string {
     return `${this.prefix}{r:${enc(opId)}}`;
   }
+
+  /** Member hash of a Logical Multicast Channel (Spot id → type); its op keys share the tag. */
+  channel(name: string): string {
+    return `${this.prefix}{c:${enc(name)}}:m`;
+  }
 }
 
 export function hashTag(key: string): string {

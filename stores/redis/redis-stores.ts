@@ -18,6 +18,7 @@
  *   P{d}:op:<token>                     op key of a lease acquire
  *   P{i:<spot>}                         Instance Spot creation record (first write wins)
  *   P{r:<opId>}                         late request terminal (first write wins, TTL)
+ *   P{c:<channel>}:m                    Logical Multicast Channel members (hash: Spot id → type); op keys in its tag
  *
  * Tombstones and the forwards a member leaves behind are kept (they are small): they carry the generations that
  * keep fencing tokens from ever repeating for an id.
@@ -26,6 +27,7 @@ import type { Stores } from '../types';
 import { StoreUnavailableError } from '../types';
 import { describe, RedisClient } from './client';
 import { checkRedisStoresOptions, REDIS_STORE_DEFAULTS, type RedisStoresOptions } from './options';
+import { RedisChannelStore } from './channel-store';
 import { RedisDescriptorStore } from './descriptor-store';
 import { RedisKeys } from './keys';
 import { RedisLocationStore } from './location-store';
@@ -51,6 +53,7 @@ export function redisStores(options: RedisStoresOptions): Stores {
     location: new RedisLocationStore(ctx),
     descriptors: new RedisDescriptorStore(ctx),
     relocation: new RedisRelocationStore(ctx),
+    channels: new RedisChannelStore(ctx),
     async ping() {
       try {
         await client.ready();

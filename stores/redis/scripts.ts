@@ -26,6 +26,8 @@ const SCRIPTS = {
   firstWrite: { file: 'first-write', guard: false },
   instanceRecord: { file: 'instance-record', guard: false },
   instanceRemove: { file: 'instance-remove', guard: false },
+  channelJoin: { file: 'channel-join', guard: true },
+  channelLeave: { file: 'channel-leave', guard: true },
 } as const;
 
 export type ScriptName = keyof typeof SCRIPTS;

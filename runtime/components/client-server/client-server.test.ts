@@ -84,6 +84,7 @@ class Net {
       transport: () => transport,
       onUnitEvent: () => () => undefined,
       republish: async () => undefined,
+      sendToObject: () => undefined,
     };
     (node as { cs: ClientServer }).cs = new ClientServer(ports, { primaryMesh: 'main', connectWaitMs: CONNECT_WAIT_MS, ...(options.random ? { random: options.random } : {}) });
     this.nodes.set(id, node);

@@ -86,6 +86,7 @@ export function hookedStores(inner: Stores, hooks: StoreHooks): Stores {
   return {
     provider: inner.provider,
     relocation: inner.relocation,
+    channels: inner.channels,
     close: () => inner.close(),
     ping: async () => {
       await hooks.ping?.();
