@@ -131,20 +131,20 @@ export class MeshTransport implements Transport {
   }
 
   registerManualPeer(mesh: string, endpoint: string): void {
-    const node = this.byName.get(mesh);
-    if (!node) throw new TypeError(`registerManualPeer: unknown mesh ${mesh}; configured: ${[...this.byName.keys()].join(', ')}`);
-    if (!this.provider.canDial(endpoint)) throw new TypeError(`registerManualPeer: ${endpoint} is not a ${this.provider.kind} endpoint`);
-    if (this.manual.some((m) => m.mesh === mesh && m.endpoint === endpoint)) return;
-    this.manual.push({ mesh, endpoint });
-    if (this.started && !this.closing) node.registerManual(endpoint);
+    this.dialByHand('registerManualPeer', this.manual, mesh, endpoint);
   }
 
   connectEndpoint(mesh: string, endpoint: string): void {
+    this.dialByHand('connectEndpoint', this.dialed, mesh, endpoint);
+  }
+
+  /** A manual peer and a component's endpoint are dialed alike; only the list they are kept in differs (§4). */
+  private dialByHand(call: string, list: { mesh: string; endpoint: string }[], mesh: string, endpoint: string): void {
     const node = this.byName.get(mesh);
-    if (!node) throw new TypeError(`connectEndpoint: unknown mesh ${mesh}; configured: ${[...this.byName.keys()].join(', ')}`);
-    if (!this.provider.canDial(endpoint)) throw new TypeError(`connectEndpoint: ${endpoint} is not a ${this.provider.kind} endpoint`);
-    if (this.dialed.some((m) => m.mesh === mesh && m.endpoint === endpoint)) return;
-    this.dialed.push({ mesh, endpoint });
+    if (!node) throw new TypeError(`${call}: unknown mesh ${mesh}; configured: ${[...this.byName.keys()].join(', ')}`);
+    if (!this.provider.canDial(endpoint)) throw new TypeError(`${call}: ${endpoint} is not a ${this.provider.kind} endpoint`);
+    if (list.some((m) => m.mesh === mesh && m.endpoint === endpoint)) return;
+    list.push({ mesh, endpoint });
     if (this.started && !this.closing) node.registerManual(endpoint);
   }
 
