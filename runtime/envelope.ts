@@ -26,6 +26,8 @@ export interface Envelope {
   readonly seq?: number;
   /** Hops through Message Follow / bounce re-routing; bounded so a stale route cannot loop. */
   readonly hops?: number;
+  /** STREAM: the body is a session envelope (runtime/components/sessions), handled beside `receive`, not by it. */
+  readonly ses?: 1;
 }
 
 /**

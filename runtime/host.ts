@@ -36,6 +36,7 @@ import type { ObjectDefinition } from './definitions';
 import { describeTypes } from './relocation/compatibility';
 import { tagInspection } from './inspection';
 import { componentOf, createComponents, type ComponentPorts, type HostComponent } from './components';
+import { SESSIONS, type SessionsComponent } from './components/sessions';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -59,6 +60,8 @@ export interface FrameworkRuntime {
   on(event: typeof UNIT_CHANGED, listener: UnitListener): () => void;
   /** Manual topology (§4): registering one makes Relocate end Blocked/ManualTopologyUnsupported. */
   registerManualPeer(mesh: string, endpoint: string): void;
+  /** The STREAM session endpoint URL this host publishes (`sessions` option), where `zlink/client` connects. */
+  readonly sessionEndpoint: string | undefined;
 }
 
 const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
@@ -257,6 +260,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
         },
       });
       this.endpoints = await this.transport.start();
+      // Component listeners (STREAM session endpoints) are bound before the first descriptor names them.
+      for (const c of this.components) await c.start?.();
       this.lease = await this.acquireLease();
       this.lastRenewAt = this.clock.now();
       this.scheduleRenew();
@@ -362,6 +367,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
       isReady: (peer) => this.transport?.peers(this.options.meshes[0]!.name).some((p) => p.state === 'Ready' && sameNode(p, peer)) ?? false,
       transport: () => this.transport,
       onUnitEvent: (listener) => this.relocation.unitEvents.on(listener),
+      objects: () => this.objects,
+      router: () => this.router,
       republish: () => {
         const state = this.state;
         if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error) return;
@@ -594,6 +601,10 @@ export class Host implements FrameworkRuntime, RelocationHost {
     const key = keyOfRef(ref, 'ref');
     const record = await this.stores.location.get({ kind: key[0] === 'a' ? 'actor' : 'spot', id: key.slice(2) });
     return record ? { nodeId: record.owner.nodeId, lifecycleGeneration: record.owner.lifecycleGeneration } : undefined;
+  }
+
+  get sessionEndpoint(): string | undefined {
+    return (this.components.find((c) => c.name === SESSIONS) as SessionsComponent | undefined)?.endpoint;
   }
 
   registerManualPeer(mesh: string, endpoint: string): void {

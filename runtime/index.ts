@@ -44,7 +44,19 @@ export {
   type TimerSpec,
   type ObjectDefinition,
 } from './definitions';
-export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle } from './context';
+export type {
+  ObjectContext,
+  SpotContext,
+  ObjectRef,
+  RequestOptions,
+  TimerApi,
+  RelocationReadyHandle,
+  SessionHandle,
+  SessionsApi,
+  SessionEvent,
+  SessionCloseReason,
+} from './context';
+export type { SessionsOptions, SessionAuthenticate, SessionAuthRequest } from './components/sessions';
 export type { RelocationDiagnostics } from './relocation/coordinator';
 export { RELOCATION_CHANGED, TERMINATION_CHANGED, type HostEventName, type HostEventListener } from './status';
 export { UNIT_CHANGED, type UnitEvent, type UnitPoint, type UnitListener } from './relocation/events';

@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LocationStore, NodeRef, OwnerRecord, RelocationStore } from '../stores/types';
 import type { Clock } from './clock';
-import type { ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SpotContext } from './context';
+import type { ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SessionsApi, SpotContext } from './context';
 import type { ActorDefinition, ClosingReason, ObjectDefinition, ReadyCompletion, SpotDefinition } from './definitions';
 import { decodeValue, encodeValue } from './codec';
 import type { Envelope } from './envelope';
@@ -39,6 +39,32 @@ export interface ObjectServerDeps {
   send(to: ObjectRef, message: unknown): void;
   request(to: ObjectRef, message: unknown, options?: RequestOptions): Promise<unknown>;
   readonly logger: RuntimeLog;
+}
+
+/**
+ * State a host component keeps on one hosted object that moves with it in its relocation unit (STREAM session
+ * bindings, §12 "A session connected to an Actor"). Captured into the unit payload at the seal.
+ */
+export interface ObjectExtension {
+  /** The bytes the target's restorer of the same name reads; undefined carries nothing. */
+  capture(): Uint8Array | undefined;
+}
+
+/** Rebuilds a component's extension on the target from its captured bytes; a throw fails the restore (§11). */
+export type ExtensionRestorer = (hosted: Hosted, bytes: Uint8Array) => void;
+
+/** What a Spot (or a host without the sessions component) sees as `ctx.sessions`: nothing bound. */
+const NO_SESSIONS: SessionsApi = Object.freeze({ list: () => [], get: () => undefined, broadcast: () => 0 });
+
+/** The extensions of one object as payload bytes, by name (source side of a unit). */
+export function captureExtensions(hosted: Hosted): Record<string, Uint8Array> | undefined {
+  if (!hosted.ext) return undefined;
+  let out: Record<string, Uint8Array> | undefined;
+  for (const [name, ext] of hosted.ext) {
+    const bytes = ext.capture();
+    if (bytes !== undefined) (out ??= {})[name] = bytes;
+  }
+  return out;
 }
 
 /**
@@ -79,6 +105,9 @@ class HostedContext implements ObjectContext<unknown>, SpotContext<unknown> {
   get members(): readonly string[] {
     return this.hosted.members ? [...this.hosted.members] : [];
   }
+  get sessions(): SessionsApi {
+    return this.server.sessionsApi(this.hosted);
+  }
   get send(): ObjectContext<unknown>['send'] {
     const server = this.server;
     return (this.sendFn ??= (to, message) => server.deps.send(to, message));
@@ -108,6 +137,8 @@ export class Hosted {
   /** User Spots: member Actor ids. */
   readonly members: Set<string> | undefined;
   closingSignal: AbortSignal | undefined;
+  /** Component state that moves with this object (ObjectExtension), by component name; most objects have none. */
+  ext: Map<string, ObjectExtension> | undefined;
   readonly ctx: ObjectContext<unknown> & SpotContext<unknown>;
 
   constructor(
@@ -143,6 +174,12 @@ export class ObjectServer {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Listeners for ApplicationSignaled safe points (the relocation unit of that Spot). */
   readonly deferListeners = new Map<ObjectKey, () => void>();
+  /** Component hooks (runtime/components): restorers of object extensions, by component name. */
+  readonly extensions = new Map<string, ExtensionRestorer>();
+  /** STREAM: runs a session envelope (`env.ses`) in the object's turn, beside `receive` (components/sessions). */
+  sessionHandler: ((obj: Hosted, env: Envelope) => unknown) | undefined;
+  /** STREAM: what `ctx.sessions` is for an object. */
+  sessionsApi: (hosted: Hosted) => SessionsApi = () => NO_SESSIONS;
 
   constructor(readonly deps: ObjectServerDeps) {
     this.self = deps.self;
@@ -363,6 +400,11 @@ export class ObjectServer {
       return this.guard(obj, () => onTimer(obj.state, item.name, obj.ctx), `timer '${item.name}'`);
     }
     const env = item.env;
+    if (env.ses) {
+      if (this.sessionHandler) return this.sessionHandler(obj, env);
+      if (env.req) this.deps.reply(env, { ok: false, kind: 'unavailable', error: 'STREAM sessions are not available on this host' });
+      return undefined;
+    }
     let result: unknown;
     try {
       // Decoded at the start of the turn: the handler gets its own copy, whatever the caller did since.
@@ -436,6 +478,15 @@ export class ObjectServer {
   adopt(hosted: Hosted): void {
     this.objects.set(hosted.key, hosted);
     if (hosted.kind === 'actor' && hosted.spotId !== undefined) this.objects.get(spotKey(hosted.spotId))?.members?.add(hosted.id);
+  }
+
+  /** Target side of a unit: each captured extension goes to its component's restorer (unknown name: the restore fails). */
+  restoreExtensions(hosted: Hosted, ext: Readonly<Record<string, Uint8Array>>): void {
+    for (const [name, bytes] of Object.entries(ext)) {
+      const restore = this.extensions.get(name);
+      if (!restore) throw new Error(`object ${hosted.key} carries '${name}' state, which no component of this host restores`);
+      restore(hosted, bytes);
+    }
   }
 
   newHosted(key: ObjectKey, def: ObjectDefinition, mode: HostedMode, lane: Lane, objectGeneration: number, authorityGeneration: number, spotId: string | undefined): Hosted {

@@ -33,7 +33,8 @@ export function isEnvelope(v: unknown): boolean {
     (e.place === undefined || isText(e.place)) &&
     (e.hops === undefined || isCount(e.hops)) &&
     (e.seq === undefined || isCount(e.seq)) &&
-    (e.moved === undefined || e.moved === 1)
+    (e.moved === undefined || e.moved === 1) &&
+    (e.ses === undefined || e.ses === 1)
   );
 }
 
@@ -48,6 +49,7 @@ export const envelopeSchema = z.custom<{
   hops?: number;
   seq?: number;
   moved?: 1;
+  ses?: 1;
 }>(isEnvelope, 'must be an envelope');
 
 const msg = z.object({ t: z.literal('msg'), env: envelopeSchema });

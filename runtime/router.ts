@@ -145,7 +145,29 @@ export class Router {
       return Promise.reject(error); // refused at the call: nothing pending, nothing sent
     }
     const env = this.envelope(key, bytes, to, true);
-    const promise = new Promise<unknown>((resolve, reject) => {
+    const promise = this.awaitTerminal(env, timeoutMs, options.signal);
+    telemetry.routed(true);
+    this.dispatch(env);
+    return promise;
+  }
+
+  /**
+   * STREAM (runtime/components/sessions): a session envelope to an Actor — body already encoded, addressed to the
+   * ObjectGeneration the session was bound to (0 = resolve it), routed like any message (same per-sender order,
+   * hold, relay and Message Follow). With `timeoutMs` it is a request: the promise ends exactly once.
+   */
+  sessionEnvelope(to: ObjectKey, body: Uint8Array, gen: number, timeoutMs?: number): Promise<unknown> | undefined {
+    const env: Envelope = { id: randomUUID(), to, gen, body, from: this.deps.self, seq: ++this.seq, ses: 1, ...(timeoutMs !== undefined ? { req: 1 as const } : {}) };
+    const promise = timeoutMs !== undefined ? this.awaitTerminal(env, timeoutMs) : undefined;
+    telemetry.routed(timeoutMs !== undefined);
+    this.dispatch(env);
+    return promise;
+  }
+
+  /** The pending entry of a request envelope: it ends exactly once (reply, error, timeout, abort or shutdown). */
+  private awaitTerminal(env: Envelope, timeoutMs: number, signal?: AbortSignal): Promise<unknown> {
+    const key = env.to;
+    return new Promise<unknown>((resolve, reject) => {
       const entry: Pending = {
         key,
         started: performance.now(),
@@ -156,7 +178,6 @@ export class Router {
           timeoutMs,
         ),
       };
-      const signal = options.signal;
       if (signal) {
         if (signal.aborted) {
           this.deps.clock.clearTimeout(entry.timer);
@@ -168,9 +189,6 @@ export class Router {
       }
       this.pending.set(env.id, entry);
     });
-    telemetry.routed(true);
-    this.dispatch(env);
-    return promise;
   }
 
   private envelope(key: ObjectKey, body: Uint8Array, ref: ObjectRef, req: boolean): Envelope {
@@ -683,7 +701,8 @@ export class Router {
   /** The one terminal of a request, sent back to the node that accepted the call. */
   reply(env: Envelope, terminal: Terminal): void {
     // §1.1, §9: a pending request that completes after relocation leaves its terminal in the Relocation Store.
-    if (env.moved) this.deps.recordMovedTerminal(env.id, terminal.ok ? { ok: true, value: decodeValue(terminal.value!) } : terminal);
+    // (Not for session envelopes: a session frame's retry is the session's own sequence number, not its identity.)
+    if (env.moved && !env.ses) this.deps.recordMovedTerminal(env.id, terminal.ok ? { ok: true, value: decodeValue(terminal.value!) } : terminal);
     if (sameNode(env.from, this.deps.self)) return this.settleTerminal(env.id, terminal);
     const message: ReplyMessage = { t: 'reply', id: env.id, ok: terminal.ok, value: terminal.value, error: terminal.error, kind: terminal.kind };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage))

@@ -4,12 +4,11 @@
  */
 import type { ResolvedRuntimeOptions } from '../options';
 import type { ComponentPorts, HostComponent } from './component';
+import { createSessionsComponent } from './sessions';
 
 export type { ComponentPorts, HostComponent, ComponentFactory } from './component';
 export { componentOf, componentMessageType, COMPONENT_MESSAGE_PREFIX } from './component';
 
 export function createComponents(options: ResolvedRuntimeOptions, ports: ComponentPorts): HostComponent[] {
-  void options;
-  void ports;
-  return [];
+  return [createSessionsComponent(options, ports)];
 }
