@@ -1,0 +1,92 @@
+/**
+ * STREAM sessions (§12 "A session connected to an Actor": the physical connection is kept; DESIGN.md "Components"),
+ * on both stacks — the session endpoint is a real ws listener on loopback in both:
+ *
+ * 1. A client streams to an Actor and the Actor streams back (echoes and its own timer ticks) while the Actor's host
+ *    makes a RollingUpdate: the client keeps its one physical connection, and every frame in both directions arrives
+ *    exactly once and in order, the later ones from the new owner.
+ * 2. The session owner host itself relocates (its Actor moves, the client's connection is kept) and then shuts down:
+ *    the client is told to move, resumes at another host's endpoint, and again nothing is lost or duplicated.
+ */
+import { FrameworkRuntimeState, RelocationMode, RelocationOutcome, TerminationOutcome } from '../../runtime';
+import { makeStack, STACKS, eventually, type Stack } from '../support/stack';
+import { Chat, chatState, closeRecorders, LOOPBACK, open, sessionsStats } from './support';
+
+describe.each(STACKS)('STREAM sessions (%s)', (stackName) => {
+  let stack: Stack;
+  beforeEach(async () => {
+    stack = await makeStack(stackName);
+  });
+  afterEach(async () => {
+    await closeRecorders();
+    await stack.close();
+  });
+
+  test("a client keeps its physical connection through a RollingUpdate of its Actor's host; every frame both ways arrives exactly once and in order", async () => {
+    const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: [Chat] });
+    const target = await stack.host({ nodeId: 'target', applicationVersion: 2, types: [Chat] });
+    const owner = await stack.host({ nodeId: 'owner', applicationVersion: 1, types: [Chat], sessions: { listen: LOOPBACK } });
+    await source.createActor('Chat', 'chat-1');
+
+    const client = await open(owner.sessionEndpoint!, 'chat-1', 'c1');
+    client.pump(2);
+    await client.more(30);
+    expect(client.echoNodes).toEqual(['source']);
+
+    const result = await source.relocate({ mode: RelocationMode.RollingUpdate, targetApplicationVersion: 2, deadlineMs: 20_000 });
+    expect(result.outcome).toBe(RelocationOutcome.Relocated);
+    // (Relocated does not wait for the target's owner CAS, §13: the record names the target soon after.)
+    await eventually(async () => (await target.locate({ actor: 'chat-1' }))?.nodeId === 'target', 10_000, 'owner record names the target');
+    // The stream goes on from the new owner, on the same connection.
+    await eventually(() => client.echoNodes.includes('target') && client.tickNodes.has('target'), 15_000, 'frames from the new owner');
+    await client.more(30);
+    await client.stop();
+
+    client.expectExactlyOnceInOrder();
+    expect(client.echoNodes).toEqual(['source', 'target']);
+    expect(client.ticks.length).toBeGreaterThan(10);
+    expect(client.session.connections).toBe(1);
+    expect(client.session.state).toBe('open');
+    expect(sessionsStats(owner)).toMatchObject({ acceptedConnections: 1, openConnections: 1, sessions: 1 });
+    // The Actor got every client frame once, in order, across the move.
+    const state = await chatState(target, 'chat-1');
+    expect(state.up['c1']).toEqual(Array.from({ length: client.sent }, (_, i) => i + 1));
+    expect(state.nodes).toEqual(['source', 'target']);
+    expect(sessionsStats(target).bindings).toBe(1);
+    await client.session.close();
+  });
+
+  test('the session owner relocates and shuts down: the client resumes at another host with nothing lost or duplicated', async () => {
+    const owner = await stack.host({ nodeId: 'owner', applicationVersion: 1, types: [Chat], sessions: { listen: LOOPBACK } });
+    const next = await stack.host({ nodeId: 'next', applicationVersion: 2, types: [Chat], sessions: { listen: LOOPBACK } });
+    // The Actor lives on the session owner itself.
+    await owner.createActor('Chat', 'chat-2');
+    const client = await open(owner.sessionEndpoint!, 'chat-2', 'c2');
+    client.pump(2);
+    await client.more(30);
+
+    const result = await owner.relocate({ mode: RelocationMode.RollingUpdate, targetApplicationVersion: 2, deadlineMs: 20_000 });
+    expect(result.outcome).toBe(RelocationOutcome.Relocated);
+    await eventually(() => client.echoNodes.includes('next'), 15_000, 'echoes from the new owner of the Actor');
+    // Relocated: the session owner's infrastructure (and the client's connection) is kept.
+    expect(owner.status.state).toBe(FrameworkRuntimeState.Relocated);
+    await client.more(20);
+    expect(client.session.connections).toBe(1);
+
+    // Shutdown: the client is told to move and resumes at the other host's endpoint (from the move hint).
+    const stopped = await owner.shutdown({ deadlineMs: 20_000 });
+    expect(stopped.outcome).toBe(TerminationOutcome.Stopped);
+    await eventually(() => client.session.state === 'open' && client.session.endpoint === next.sessionEndpoint, 15_000, 'resumed at the next host');
+    await client.more(30);
+    await client.stop();
+
+    client.expectExactlyOnceInOrder();
+    expect(client.session.connections).toBe(2);
+    expect(sessionsStats(owner)).toMatchObject({ openConnections: 0, pendingWrites: 0, sessions: 0 });
+    expect(sessionsStats(next)).toMatchObject({ sessions: 1, openConnections: 1 });
+    const state = await chatState(next, 'chat-2');
+    expect(state.up['c2']).toEqual(Array.from({ length: client.sent }, (_, i) => i + 1));
+    await client.session.close();
+    expect((await client.session.closed).code).toBe('closed');
+  });
+});
