@@ -89,4 +89,38 @@ describe.each(STACKS)('STREAM sessions (%s)', (stackName) => {
     await client.session.close();
     expect((await client.session.closed).code).toBe('closed');
   });
+
+  test('§12: an Actor created again under the same id is a new ObjectGeneration: the old session ends, its frames never reach the new Actor, and the application rebinds', async () => {
+    const first = await stack.host({ nodeId: 'first', applicationVersion: 1, types: [Chat] });
+    const owner = await stack.host({ nodeId: 'owner', applicationVersion: 1, types: [Chat], sessions: { listen: LOOPBACK } });
+    await first.createActor('Chat', 'chat-3');
+    const client = await open(owner.sessionEndpoint!, 'chat-3', 'old');
+    client.pump(2);
+    await client.more(10);
+    await client.stop();
+    client.expectExactlyOnceInOrder();
+
+    // Its host stops without relocating it: the Actor is gone; then one of the same id is created elsewhere.
+    await first.shutdown({ deadlineMs: 10_000 });
+    const second = await stack.host({ nodeId: 'second', applicationVersion: 1, types: [Chat] });
+    await second.createActor('Chat', 'chat-3');
+    // Whatever the old session still sends is not the new Actor's: it ends (the Actor it was bound to is gone).
+    try {
+      client.session.send({ tag: 'old', n: client.sent + 1 });
+    } catch {
+      // already closed: the session owner noticed the Actor's host leave first
+    }
+    const closed = await client.session.closed;
+    expect(['stale-generation', 'not-found']).toContain(closed.code);
+    expect((await chatState(second, 'chat-3')).up).toEqual({});
+
+    // The application binds again: a new session to the new Actor.
+    const rebound = await open(owner.sessionEndpoint!, 'chat-3', 'new');
+    rebound.pump(2);
+    await rebound.more(10);
+    await rebound.stop();
+    rebound.expectExactlyOnceInOrder();
+    expect(rebound.echoNodes).toEqual(['second']);
+    expect((await chatState(second, 'chat-3')).up).toEqual({ new: rebound.echoes });
+  });
 });

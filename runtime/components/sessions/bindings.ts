@@ -397,8 +397,9 @@ export class ActorSessions {
     } catch (error) {
       return refused(error);
     }
-    if (isThenable(result)) return result.then(() => this.answer(env, { gen: b.gen, up: 0 }), refused);
-    return this.answer(env, { gen: b.gen, up: 0 });
+    const bound = (): undefined => this.answer(env, { gen: b.gen, up: 0, node: this.selfRef() });
+    if (isThenable(result)) return result.then(bound, refused);
+    return bound();
   }
 
   private frame(obj: Hosted, env: Envelope, body: Extract<SessionEnvelope, { k: 'f' }>): unknown {
@@ -432,7 +433,7 @@ export class ActorSessions {
     b.detachedAt = undefined;
     b.expiring = false;
     this.acknowledge(b, body.da);
-    this.answer(env, { up: b.up, gen: b.gen });
+    this.answer(env, { up: b.up, gen: b.gen, node: this.selfRef() });
     // The new session owner already waits at `da + 1`; it drops whatever it gets twice.
     this.retransmit(b, b.acked);
     return undefined;
@@ -493,6 +494,11 @@ export class ActorSessions {
     } else if (event.state === 'discarded') for (const key of event.objects) this.restoring.delete(key);
     this.maybeStopListening();
   };
+
+  private selfRef(): NodeRef {
+    const self = this.ports.self;
+    return { nodeId: self.nodeId, lifecycleGeneration: self.lifecycleGeneration };
+  }
 
   private routeUpdate(b: Binding): void {
     const self = this.ports.self;

@@ -298,6 +298,8 @@ export class SessionOwner {
     if (reply.closed) return this.end(session, reply.closed, reply.reason ?? reply.closed);
     const opening = session.phase === 'opening';
     if (reply.gen !== undefined) session.gen = reply.gen;
+    // Where the Actor is now, unless a route update already said more (a move may have ended meanwhile).
+    if (reply.node && session.routed === 0 && session.sealed === 0) session.actorNode = reply.node;
     session.upAcked = session.upReceived = session.upAckSent = reply.up ?? 0;
     session.phase = 'open';
     const conn = session.conn;
@@ -446,7 +448,7 @@ export class SessionOwner {
     for (let i = 0; i < message.d.length; i++) {
       const seq = message.s + i;
       if (seq < session.downNext) continue;
-      if (seq === session.downNext && session.phase !== 'opening' && session.conn) this.deliver(session, seq, message.d[i]!);
+      if (seq === session.downNext && session.phase === 'open' && session.conn) this.deliver(session, seq, message.d[i]!);
       else if (session.reorder.size < MAX_SESSION_BUFFER) session.reorder.set(seq, message.d[i]!);
     }
     this.flushDown(session);
@@ -459,7 +461,8 @@ export class SessionOwner {
   }
 
   private flushDown(session: OwnedSession): void {
-    if (session.phase === 'opening' || !session.conn) return;
+    // Until the client got 'opened' / 'resumed', frames wait here in order.
+    if (session.phase !== 'open' || !session.conn) return;
     for (let d = session.reorder.get(session.downNext); d !== undefined; d = session.reorder.get(session.downNext)) {
       session.reorder.delete(session.downNext);
       this.deliver(session, session.downNext, d);
@@ -469,7 +472,7 @@ export class SessionOwner {
 
   /** After downstream progress: a gap asks for a resend; an Actor's end whose frames are all delivered ends it. */
   private afterDown(session: OwnedSession): void {
-    if (session.ended || session.phase === 'opening') return;
+    if (session.ended || session.phase !== 'open') return;
     const ending = session.ending;
     if (ending && session.downNext > ending.last) {
       this.post(session, { k: 'close', sid: session.sid, why: 'actor' });

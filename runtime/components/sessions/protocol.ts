@@ -79,6 +79,8 @@ export type SessionEnvelope =
 export interface SessionReply {
   readonly up?: number;
   readonly gen?: number;
+  /** The node that answered (the Actor's owner now): a session owner that loses it asks where the Actor went. */
+  readonly node?: NodeRef;
   readonly closed?: SessionCloseCode;
   readonly reason?: string;
 }
@@ -150,6 +152,7 @@ export function readSessionReply(value: unknown): SessionReply | undefined {
   const r = value as Record<string, unknown>;
   if (r.up !== undefined && !isSeq(r.up)) return undefined;
   if (r.gen !== undefined && !isSeq(r.gen)) return undefined;
+  if (r.node !== undefined && !isNodeRef(r.node)) return undefined;
   if (r.closed !== undefined && !(SESSION_CLOSE_CODES as readonly unknown[]).includes(r.closed)) return undefined;
   if (r.reason !== undefined && typeof r.reason !== 'string') return undefined;
   return r as SessionReply;
