@@ -11,7 +11,7 @@ import { FrameworkRuntimeState } from '../../../vocabulary';
 import { SimulatedClock } from '../../clock';
 import { decodeValue, encodeValue } from '../../codec';
 import type { SessionEvent } from '../../context';
-import { defineActor, recreateOnRelocation } from '../../definitions';
+import { defineActor, recreateOnRelocation, type ObjectDefinition } from '../../definitions';
 import type { Envelope } from '../../envelope';
 import { AdmissionError } from '../../errors';
 import { silentLog } from '../../logger';
@@ -57,10 +57,10 @@ function host(self: NodeRef = SELF) {
     clock,
     location: stores.location,
     relocationStore: stores.relocation,
-    types: new Map<string, ReturnType<typeof defineActor<never>>>([
+    types: new Map<string, ObjectDefinition>([
       ['Chat', Chat],
       ['Mute', Mute],
-    ]) as never,
+    ]),
     reply: (env, terminal) => void terminals.push({ id: env.id, terminal }),
     rejectStaleGeneration: () => undefined,
     send: () => undefined,
