@@ -191,8 +191,10 @@ class Attempt {
   ws: WebSocketLike;
   ended = false;
   opened = false;
-  /** The server told this connection to move (it is not tried again for the resume that follows). */
+  /** The server sent this connection away (it is not tried first for the resume that follows). */
   moved = false;
+  /** …with a `move` (its host drains): the resume starts at once, without a backoff. */
+  toldToMove = false;
   constructor(
     readonly url: string,
     ctor: WebSocketConstructor,
@@ -389,6 +391,7 @@ class ClientSession implements Session {
         return;
       case 'move':
         a.moved = true;
+        a.toldToMove = true;
         this.hints = [...m.endpoints];
         return a.end({ error: 'moved' });
       case 'closed':
@@ -457,10 +460,10 @@ class ClientSession implements Session {
       this.setState('resuming');
     }
     void why;
-    this.scheduleResume(a.moved ? a.url : undefined);
+    this.scheduleResume(a.moved ? a.url : undefined, a.toldToMove);
   }
 
-  private scheduleResume(avoid: string | undefined): void {
+  private scheduleResume(avoid: string | undefined, now = false): void {
     if (this.state === 'closed' || this.retryTimer !== undefined) return;
     if (Date.now() - this.resumeStarted >= this.o.resumeTimeoutMs)
       return this.finish({ code: 'unavailable', reason: `no session endpoint took the session back within ${this.o.resumeTimeoutMs} ms` });
@@ -468,12 +471,13 @@ class ClientSession implements Session {
     const order = [...this.hints, this.endpoint, ...this.o.urls].filter((u, i, all) => u && all.indexOf(u) === i && u !== avoid);
     if (order.length === 0 && avoid) order.push(avoid);
     this.hints = [];
-    const delay = avoid && order[0] !== avoid ? 0 : this.retryDelay;
+    // A draining host's `move` is followed at once; anything else (refused, unreachable) backs off.
+    const delay = now && order[0] !== avoid ? 0 : this.retryDelay;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
       this.resumeAt(order, 0);
     }, delay);
-    this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
+    if (!now) this.retryDelay = Math.min(this.retryDelay * 2, RETRY_MAX_MS);
   }
 
   private resumeAt(order: string[], index: number): void {
