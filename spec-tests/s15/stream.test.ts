@@ -40,7 +40,7 @@ async function expectBindingRefused(url: string, actor: string, state: string): 
   expect(error).toBeInstanceOf(SessionError);
   expect(error).toMatchObject({ code: 'admission' });
   expect((error as Error).message).toContain(state);
-  expect((error as Error).message).toContain('§15 STREAM');
+  expect((error as Error).message).toContain('no new session binding');
 }
 
 describe.each(STACKS)('§15 STREAM (%s)', (stackName) => {

@@ -356,7 +356,7 @@ export class ActorSessions {
     if (state !== FrameworkRuntimeState.Serving)
       return this.answer(env, {
         closed: 'admission',
-        reason: `the Actor ${obj.id} is on ${this.ports.self.nodeId}, which is ${nameOf(FrameworkRuntimeState, state)}: new session binding is refused (§15 STREAM); bind again once it moved`,
+        reason: `the Actor ${obj.id} is on ${this.ports.self.nodeId}, which is ${nameOf(FrameworkRuntimeState, state)}: new session binding is refused (docs/concepts.md "STREAM sessions"); bind again once it moved`,
       });
     const def = obj.def as ActorDefinition;
     if (!def.onSession)

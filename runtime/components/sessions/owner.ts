@@ -207,7 +207,7 @@ export class SessionOwner {
   private admissionRefusal(): string | undefined {
     const state = this.ports.state();
     if (state === FrameworkRuntimeState.Serving && !this.draining) return undefined;
-    return `host ${this.ports.self.nodeId} is ${nameOf(FrameworkRuntimeState, state)}: it accepts no new session binding (§15 STREAM); connect to another host's session endpoint`;
+    return `host ${this.ports.self.nodeId} is ${nameOf(FrameworkRuntimeState, state)}: it accepts no new session binding (docs/concepts.md "STREAM sessions"); connect to another host's session endpoint`;
   }
 
   private refuse(conn: Connection, code: SessionCloseCode, reason: string, endpoints?: string[]): void {
