@@ -259,6 +259,17 @@ test('a detached binding nobody resumes expires (onSession closed, reason expire
   t.clock.increment(SWEEP_MS * 4);
   await flush();
   expect(t.objects.get('a:a1')!.ctx.sessions.list().map((s) => s.id)).toEqual(['s2']);
+  // A connection loss to its session owner starts the window; traffic from that owner shows it still holds the client.
+  t.sessions.onOwnerLost(OWNER2, 500);
+  await t.deliver({ k: 'ack', sid: 's2', da: 0 }, false, 'a1', OWNER2);
+  t.clock.increment(500 + SWEEP_MS);
+  await flush();
+  expect(t.objects.get('a:a1')!.ctx.sessions.list().map((s) => s.id)).toEqual(['s2']);
+  // Its session owner leaves the cluster without detaching it: the binding waits its window, then expires.
+  t.sessions.onOwnerLost(OWNER2, 500);
+  t.clock.increment(500 + SWEEP_MS);
+  await flush();
+  expect(t.objects.get('a:a1')!.ctx.sessions.list()).toEqual([]);
   t.sessions.close();
   expect(t.listeners.size).toBe(0);
 });

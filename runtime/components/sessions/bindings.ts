@@ -310,6 +310,11 @@ export class ActorSessions {
       return undefined;
     }
     if (obj.kind !== 'actor') return this.answer(env, { closed: 'refused', reason: `sessions bind to Actors; ${obj.key} is a Spot` });
+    if (body.k === 'f' || body.k === 'ack') {
+      // Traffic from the session owner holding the client: a loss of its connection was not the end of it.
+      const b = bindingsOf(obj)?.map.get(body.sid);
+      if (b?.detachedAt !== undefined && b.owner.nodeId === env.from.nodeId && b.owner.lifecycleGeneration === env.from.lifecycleGeneration) b.detachedAt = undefined;
+    }
     switch (body.k) {
       case 'open':
         return this.open(obj, env, body);
@@ -565,6 +570,22 @@ export class ActorSessions {
     this.remove(hosted, b);
     const reason: SessionCloseReason = 'expired';
     return this.callback(hosted, { type: 'closed', session: this.handle(hosted, b), reason });
+  }
+
+  /**
+   * A session owner left the cluster (crashed, or closed before it could detach its sessions): each binding it held
+   * waits for its client to resume elsewhere, for `windowMs`, then expires — it does not keep frames forever.
+   */
+  onOwnerLost(peer: NodeRef, windowMs: number): void {
+    const now = this.ports.clock.now();
+    for (const hosted of this.live) {
+      if (this.ports.hosted(hosted.key) !== hosted) continue;
+      for (const b of bindingsOf(hosted)?.map.values() ?? []) {
+        if (b.detachedAt !== undefined || b.owner.nodeId !== peer.nodeId || b.owner.lifecycleGeneration !== peer.lifecycleGeneration) continue;
+        b.detachedAt = now;
+        b.detachMs = windowMs;
+      }
+    }
   }
 
   /** §14: no timer or listener of this side outlives the host. */

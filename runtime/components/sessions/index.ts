@@ -139,6 +139,7 @@ export function createSessionsComponent(options: ResolvedRuntimeOptions, ports: 
     },
     onPeerLost(peer) {
       owner?.onPeerLost(peer);
+      actors.onOwnerLost(peer, config?.resumeWindowMs ?? DEFAULT_RESUME_WINDOW_MS);
     },
     async drain(signal) {
       await owner?.drain(signal);
