@@ -96,7 +96,7 @@ describe('zlink/client in headless Chromium', () => {
 
     // In the page: bind through the first host, and stream a frame every 2 ms.
     await page.evaluate(async (url) => {
-      const w = window as unknown as Record<string, any>;
+      const w = globalThis as unknown as Record<string, any>;
       const { connectSession } = w.zlinkClient;
       const session = await connectSession({ url, actor: 'm1' });
       const state = { sent: 0, echoes: [] as number[], problems: [] as string[], nodes: [] as string[], session };
@@ -118,7 +118,7 @@ describe('zlink/client in headless Chromium', () => {
 
     const read = () =>
       page.evaluate(() => {
-        const t = (window as unknown as Record<string, any>).zlinkTest;
+        const t = (globalThis as unknown as Record<string, any>).zlinkTest;
         return { sent: t.sent, echoes: t.echoes.length, problems: t.problems, state: t.session.state, endpoint: t.session.endpoint, connections: t.session.connections };
       });
     const until = async (check: (r: Awaited<ReturnType<typeof read>>) => boolean, what: string) => {
@@ -133,7 +133,7 @@ describe('zlink/client in headless Chromium', () => {
     await until((r) => r.state === 'open' && r.endpoint === second.sessionEndpoint, 'resumed at the second host');
     const resumedAt = (await read()).echoes;
     await until((r) => r.echoes >= resumedAt + 30, 'echoes after the resume');
-    await page.evaluate(() => clearInterval((window as unknown as Record<string, any>).zlinkPump));
+    await page.evaluate(() => clearInterval((globalThis as unknown as Record<string, any>).zlinkPump));
     await until((r) => r.echoes === r.sent, 'every echo');
 
     const result = await read();
@@ -141,6 +141,6 @@ describe('zlink/client in headless Chromium', () => {
     expect(result.connections).toBe(2);
     expect(errors).toEqual([]);
     expect(await second.request({ actor: 'm1' }, 'got')).toEqual(Array.from({ length: result.sent }, (_, i) => i + 1));
-    await page.evaluate(() => (window as unknown as Record<string, any>).zlinkTest.session.close());
+    await page.evaluate(() => (globalThis as unknown as Record<string, any>).zlinkTest.session.close());
   });
 });
