@@ -83,10 +83,10 @@ function stream(session: Session): { received: () => number } {
   return { received: () => received };
 }
 
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+async function until(check: () => boolean, what: string | (() => string), ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out: ${what}`);
+    if (Date.now() > end) throw new Error(`timed out: ${typeof what === 'string' ? what : what()}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
@@ -113,18 +113,19 @@ async function run(stack: string, stores: Stores, meshes: MeshConfig[]): Promise
   let rawReceived = 0;
   let rawClosed = false;
   let rawTimer: ReturnType<typeof setInterval> | undefined;
-  raw.on('message', () => rawReceived++);
+  raw.on('message', () => {
+    // The first message is 'opened': frames may follow only then.
+    if (rawReceived++ > 0 || rawTimer) return;
+    let n = 0;
+    rawTimer = setInterval(() => raw.readyState === WebSocket.OPEN && raw.send(encodeWire({ t: 'f', s: ++n, d: encodeValue(n, 'frame') })), 2);
+  });
   raw.on('error', () => undefined);
   raw.on('close', () => {
     rawClosed = true;
     clearInterval(rawTimer);
   });
-  raw.on('open', () => {
-    raw.send(encodeWire({ t: 'open', v: 1, actor: 'c2' }));
-    let n = 0;
-    rawTimer = setInterval(() => raw.readyState === WebSocket.OPEN && raw.send(encodeWire({ t: 'f', s: ++n, d: encodeValue(n, 'frame') })), 2);
-  });
-  await until(() => sa.received() > 50 && sb.received() > 50 && rawReceived > 50, 'all clients streaming');
+  raw.on('open', () => raw.send(encodeWire({ t: 'open', v: 1, actor: 'c2' })));
+  await until(() => sa.received() > 50 && sb.received() > 50 && rawReceived > 50, () => `all clients streaming (${sa.received()}, ${sb.received()}, ${rawReceived})`);
 
   // The forced host goes first: no other host takes its client (the owner is Serving and listed, but the Actor c2
   // dies with its host, so the resume there ends). Its Shutdown passes its deadline.
