@@ -8,9 +8,19 @@
  * 2. The session owner host itself relocates (its Actor moves, the client's connection is kept) and then shuts down:
  *    the client is told to move, resumes at another host's endpoint, and again nothing is lost or duplicated.
  */
-import { FrameworkRuntimeState, RelocationMode, RelocationOutcome, TerminationOutcome } from '../../runtime';
+import { defineSpot, FrameworkRuntimeState, preserveState, RelocationMode, RelocationOutcome, TerminationOutcome } from '../../runtime';
 import { makeStack, STACKS, eventually, type Stack } from '../support/stack';
 import { Chat, chatState, closeRecorders, LOOPBACK, open, sessionsStats } from './support';
+
+/** A SpotWide User Spot: it and its member Actors move as one unit (§10.3). */
+const Room = defineSpot<{ n: number }>({
+  type: 'Room',
+  kind: 'user',
+  executionMode: 'SpotWide',
+  relocation: preserveState({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString()) }),
+  create: () => ({ n: 0 }),
+  receive: (state) => ++state.n,
+});
 
 describe.each(STACKS)('STREAM sessions (%s)', (stackName) => {
   let stack: Stack;
@@ -122,5 +132,30 @@ describe.each(STACKS)('STREAM sessions (%s)', (stackName) => {
     rebound.expectExactlyOnceInOrder();
     expect(rebound.echoNodes).toEqual(['second']);
     expect((await chatState(second, 'chat-3')).up).toEqual({ new: rebound.echoes });
+  });
+
+  test('sessions bound to the member Actors of a SpotWide User Spot move with the aggregate, each exactly once and in order', async () => {
+    const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: [Chat, Room], sessions: { listen: LOOPBACK } });
+    const target = await stack.host({ nodeId: 'target', applicationVersion: 1, types: [Chat, Room], sessions: { listen: LOOPBACK } });
+    await source.createSpot('Room', 'room-1');
+    await source.createActor('Chat', 'm1', { spot: 'room-1' });
+    await source.createActor('Chat', 'm2', { spot: 'room-1' });
+    const one = await open(source.sessionEndpoint!, 'm1', 'one');
+    const two = await open(target.sessionEndpoint!, 'm2', 'two');
+    one.pump(2);
+    two.pump(3);
+    await Promise.all([one.more(20), two.more(20)]);
+    expect(await source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 20_000 })).toMatchObject({ outcome: RelocationOutcome.Relocated });
+    await eventually(() => one.echoNodes.includes('target') && two.echoNodes.includes('target'), 15_000, 'both members answer from the target');
+    await Promise.all([one.more(20), two.more(20)]);
+    await Promise.all([one.stop(), two.stop()]);
+    for (const r of [one, two]) {
+      r.expectExactlyOnceInOrder();
+      expect(r.echoNodes).toEqual(['source', 'target']);
+      expect(r.session.connections).toBe(1);
+    }
+    expect((await chatState(target, 'm1')).up['one']).toEqual(one.echoes);
+    expect((await chatState(target, 'm2')).up['two']).toEqual(two.echoes);
+    expect(sessionsStats(target).bindings).toBe(2);
   });
 });
