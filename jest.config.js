@@ -2,7 +2,7 @@
 module.exports = {
   preset: 'ts-jest',
   testEnvironment: 'node',
-  roots: ['<rootDir>/machines', '<rootDir>/runtime', '<rootDir>/stores', '<rootDir>/transport', '<rootDir>/inspect', '<rootDir>/spec-tests', '<rootDir>/tools'],
+  roots: ['<rootDir>/machines', '<rootDir>/runtime', '<rootDir>/stores', '<rootDir>/transport', '<rootDir>/inspect', '<rootDir>/client', '<rootDir>/spec-tests', '<rootDir>/tools'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] },
   setupFiles: ['<rootDir>/jest.setup.js'],

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { ArgumentError } from './errors';
-import type { ObjectContext, SpotContext } from './context';
+import type { ObjectContext, SessionEvent, SpotContext } from './context';
 
 export type RelocationPolicy<S> =
   | {
@@ -49,6 +49,12 @@ export interface ActorDefinition<S = unknown> {
   readonly create: (id: string) => S;
   readonly receive: (state: S, message: any, ctx: ObjectContext<S>) => unknown;
   readonly onTimer?: (state: S, name: string, ctx: ObjectContext<S>) => unknown;
+  /**
+   * STREAM sessions (docs/concepts.md "STREAM sessions"): called in the Actor's turn when a client binds
+   * ('open' — throw to refuse the binding), for each client frame in order ('frame'), and once when the session
+   * ends ('closed'). An Actor type without it refuses every binding.
+   */
+  readonly onSession?: (state: S, event: SessionEvent, ctx: ObjectContext<S>) => unknown;
 }
 
 export type ClosingReason = 'RelocationOut' | 'HostShutdown' | 'Closed';
@@ -93,6 +99,7 @@ const actorSchema = z.object({
   create: fn,
   receive: fn,
   onTimer: optionalFn,
+  onSession: optionalFn,
 });
 
 const spotSchema = z

@@ -31,6 +31,8 @@ export interface Envelope {
    * Routed like a request, but never followed, staged or used to place: where relocation came first it ends `moving`.
    */
   readonly close?: 1;
+  /** STREAM: the body is a session envelope (runtime/components/sessions), handled beside `receive`, not by it. */
+  readonly ses?: 1;
 }
 
 /**

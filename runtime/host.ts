@@ -42,6 +42,7 @@ import { spotRefKey, type SpotRef } from './spot-close/spot-ref';
 import { FANOUT } from './components/fanout/protocol';
 import type { FanoutComponent, FanoutHandler, FanoutPublisher, FanoutSubscription, SubscribeOptions } from './components/fanout/fanout';
 import { MULTICAST, type ChannelMemberRef, type MulticastComponent, type MulticastResult } from './components/multicast/multicast';
+import { SESSIONS, type SessionsComponent } from './components/sessions';
 
 export interface FrameworkRuntime {
   readonly nodeId: string;
@@ -99,6 +100,8 @@ export interface FrameworkRuntime {
   leaveChannel(spot: ChannelMemberRef, channel: string): Promise<void>;
   /** Logical Multicast: sends `message` to every member Spot of the Channel's snapshot taken now. */
   multicast(channel: string, message: unknown): Promise<MulticastResult>;
+  /** The STREAM session endpoint URL this host publishes (`sessions` option), where `zlink/client` connects. */
+  readonly sessionEndpoint: string | undefined;
 }
 
 const STATE_OF: Record<HostLifecycleStateName, FrameworkRuntimeState> = {
@@ -318,6 +321,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
         },
       });
       this.endpoints = await this.transport.start();
+      // Component listeners (STREAM session endpoints) are bound before the first descriptor names them.
+      for (const c of this.components) await c.start?.();
       this.lease = await this.acquireLease();
       this.lastRenewAt = this.clock.now();
       this.scheduleRenew();
@@ -424,6 +429,8 @@ export class Host implements FrameworkRuntime, RelocationHost {
       transport: () => this.transport,
       onUnitEvent: (listener) => this.relocation.unitEvents.on(listener),
       sendToObject: (to, body) => this.router.sendEncoded(to, body),
+      objects: () => this.objects,
+      router: () => this.router,
       republish: async () => {
         const state = this.state;
         if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error) return;
@@ -678,6 +685,10 @@ export class Host implements FrameworkRuntime, RelocationHost {
       if (error instanceof RequestError && error.kind === 'not-found') throw new ArgumentError('ref.spot', `cannot close '${key.slice(2)}': ${error.message}`);
       throw error;
     }
+  }
+
+  get sessionEndpoint(): string | undefined {
+    return (this.components.find((c) => c.name === SESSIONS) as SessionsComponent | undefined)?.endpoint;
   }
 
   registerManualPeer(mesh: string, endpoint: string): void {

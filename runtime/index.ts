@@ -44,7 +44,20 @@ export {
   type TimerSpec,
   type ObjectDefinition,
 } from './definitions';
-export type { ObjectContext, SpotContext, ObjectRef, RequestOptions, TimerApi, RelocationReadyHandle, ChannelApi } from './context';
+export type {
+  ObjectContext,
+  SpotContext,
+  ObjectRef,
+  RequestOptions,
+  TimerApi,
+  RelocationReadyHandle,
+  SessionHandle,
+  SessionsApi,
+  SessionEvent,
+  SessionCloseReason,
+  ChannelApi,
+} from './context';
+export type { SessionsOptions, SessionAuthenticate, SessionAuthRequest } from './components/sessions';
 export type { FanoutPublisher, FanoutSubscription, FanoutHandler, FanoutEventInfo, SubscribeOptions } from './components/fanout/fanout';
 export type { ChannelMemberRef, MulticastResult } from './components/multicast/multicast';
 export type { RelocationDiagnostics } from './relocation/coordinator';

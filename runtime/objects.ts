@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { LocationStore, NodeRef, OwnerRecord, RelocationStore } from '../stores/types';
 import type { Clock } from './clock';
-import type { ChannelApi, ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SpotContext } from './context';
+import type { ChannelApi, ObjectContext, ObjectRef, RelocationReadyHandle, RequestOptions, SessionsApi, SpotContext } from './context';
 import type { ActorDefinition, ClosingReason, ObjectDefinition, ReadyCompletion, SpotDefinition } from './definitions';
 import { decodeValue, encodeValue } from './codec';
 import type { Envelope } from './envelope';
@@ -47,6 +47,32 @@ export interface ObjectServerDeps {
 }
 
 /**
+ * State a host component keeps on one hosted object that moves with it in its relocation unit (STREAM session
+ * bindings, §12 "A session connected to an Actor"). Captured into the unit payload at the seal.
+ */
+export interface ObjectExtension {
+  /** The bytes the target's restorer of the same name reads; undefined carries nothing. */
+  capture(): Uint8Array | undefined;
+}
+
+/** Rebuilds a component's extension on the target from its captured bytes; a throw fails the restore (§11). */
+export type ExtensionRestorer = (hosted: Hosted, bytes: Uint8Array) => void;
+
+/** What a Spot (or a host without the sessions component) sees as `ctx.sessions`: nothing bound. */
+const NO_SESSIONS: SessionsApi = Object.freeze({ list: () => [], get: () => undefined, broadcast: () => 0 });
+
+/** The extensions of one object as payload bytes, by name (source side of a unit). */
+export function captureExtensions(hosted: Hosted): Record<string, Uint8Array> | undefined {
+  if (!hosted.ext) return undefined;
+  let out: Record<string, Uint8Array> | undefined;
+  for (const [name, ext] of hosted.ext) {
+    const bytes = ext.capture();
+    if (bytes !== undefined) (out ??= {})[name] = bytes;
+  }
+  return out;
+}
+
+/**
  * The context handed to an object's handlers. Its members are getters on one prototype, and the functions are
  * created on first use, then kept (so `const { send } = ctx` works): one context object per hosted object instead of
  * seven closures (issue [6/10] RSS: every hosted Actor paid ~0.5 KB for them, most never used).
@@ -84,6 +110,9 @@ class HostedContext implements ObjectContext<unknown>, SpotContext<unknown> {
   }
   get members(): readonly string[] {
     return this.hosted.members ? [...this.hosted.members] : [];
+  }
+  get sessions(): SessionsApi {
+    return this.server.sessionsApi(this.hosted);
   }
   get send(): ObjectContext<unknown>['send'] {
     const server = this.server;
@@ -140,6 +169,8 @@ export class Hosted {
    * for it to end. From then nothing new runs here: what arrives ends `closed`, and no relocation unit takes the Spot.
    */
   closing: Envelope[] | undefined;
+  /** Component state that moves with this object (ObjectExtension), by component name; most objects have none. */
+  ext: Map<string, ObjectExtension> | undefined;
   readonly ctx: ObjectContext<unknown> & SpotContext<unknown>;
 
   constructor(
@@ -182,6 +213,12 @@ export class ObjectServer {
    * result (§15 last paragraph: an accepted request ends exactly once, also when its handler never returns).
    */
   private readonly running = new Map<string, Envelope>();
+  /** Component hooks (runtime/components): restorers of object extensions, by component name. */
+  readonly extensions = new Map<string, ExtensionRestorer>();
+  /** STREAM: runs a session envelope (`env.ses`) in the object's turn, beside `receive` (components/sessions). */
+  sessionHandler: ((obj: Hosted, env: Envelope) => unknown) | undefined;
+  /** STREAM: what `ctx.sessions` is for an object. */
+  sessionsApi: (hosted: Hosted) => SessionsApi = () => NO_SESSIONS;
 
   constructor(readonly deps: ObjectServerDeps) {
     this.self = deps.self;
@@ -409,6 +446,11 @@ export class ObjectServer {
       return this.guard(obj, () => onTimer(obj.state, item.name, obj.ctx), `timer '${item.name}'`);
     }
     const env = item.env;
+    if (env.ses) {
+      if (this.sessionHandler) return this.sessionHandler(obj, env);
+      if (env.req) this.deps.reply(env, { ok: false, kind: 'unavailable', error: 'STREAM sessions are not available on this host' });
+      return undefined;
+    }
     let result: unknown;
     try {
       // Decoded at the start of the turn: the handler gets its own copy, whatever the caller did since.
@@ -486,6 +528,15 @@ export class ObjectServer {
   adopt(hosted: Hosted): void {
     this.objects.set(hosted.key, hosted);
     if (hosted.kind === 'actor' && hosted.spotId !== undefined) this.objects.get(spotKey(hosted.spotId))?.members?.add(hosted.id);
+  }
+
+  /** Target side of a unit: each captured extension goes to its component's restorer (unknown name: the restore fails). */
+  restoreExtensions(hosted: Hosted, ext: Readonly<Record<string, Uint8Array>>): void {
+    for (const [name, bytes] of Object.entries(ext)) {
+      const restore = this.extensions.get(name);
+      if (!restore) throw new Error(`object ${hosted.key} carries '${name}' state, which no component of this host restores`);
+      restore(hosted, bytes);
+    }
   }
 
   newHosted(key: ObjectKey, def: ObjectDefinition, mode: HostedMode, lane: Lane, objectGeneration: number, authorityGeneration: number, spotId: string | undefined): Hosted {

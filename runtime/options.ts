@@ -9,6 +9,7 @@ import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
 import { closestName } from './closest-name';
+import type { SessionsOptions } from './components/sessions';
 import { ArgumentError, RelocationArgumentError } from './errors';
 import { consoleLogger, loggerFromLogFn, type LogFn, type Logger } from './logger';
 import type { RelocationOptions } from '../vocabulary';
@@ -83,6 +84,13 @@ export interface RuntimeOptions {
   log?: LogFn;
   /** Advanced: a transport other than the built-in ws / in-process ones. */
   transport?: TransportFactory;
+  /**
+   * STREAM session endpoint of this host (docs/concepts.md "STREAM sessions"): its own ws listener, published in
+   * the descriptor, where `zlink/client` connects. Without it the host still hosts Actors sessions are bound to.
+   * `listen: { host, port }` (port 0 = any), `advertise` (needed for 0.0.0.0 / ::), `authenticate(request)`,
+   * `resumeWindowMs` (default 30000).
+   */
+  sessions?: SessionsOptions;
 }
 
 const positiveMs = z.number().finite().positive().max(MAX_DELAY_MS);
@@ -147,12 +155,22 @@ const runtimeOptionsSchema = z.object({
     .optional(),
   log: z.custom<LogFn>((v) => typeof v === 'function', 'must be a function (level, message, error?); deprecated: use logger').optional(),
   transport: z.custom<TransportFactory>((v) => typeof v === 'function').optional(),
+  sessions: z
+    .object({
+      listen: z.object({ host: z.string().min(1), port: z.number().int().min(0).max(65535) }).strict(),
+      advertise: z.string().optional(),
+      authenticate: z.custom<SessionsOptions['authenticate']>((v) => typeof v === 'function', 'must be a function (request) => boolean | identity').optional(),
+      resumeWindowMs: positiveMs.optional(),
+    })
+    .strict()
+    .optional(),
 });
 
 const RUNTIME_OPTION_NAMES = Object.keys(runtimeOptionsSchema.shape);
 const MESH_OPTION_NAMES = ['name', 'listen', 'advertise', 'sharedKey', 'tls'];
 /** The TLS fields the ws transport implements (transport/ws/link.ts); anything else is refused, not passed through. */
 const TLS_OPTION_NAMES = ['key', 'cert', 'ca', 'rejectUnauthorized'];
+const SESSIONS_OPTION_NAMES = ['listen', 'advertise', 'authenticate', 'resumeWindowMs'];
 
 export { closestName };
 
@@ -170,7 +188,27 @@ function knownKeysAt(path: readonly PropertyKey[]): readonly string[] | undefine
   if (path.length === 3 && path[0] === 'meshes' && path[2] === 'listen') return ['host', 'port'];
   if (path.length === 3 && path[0] === 'meshes' && path[2] === 'tls') return TLS_OPTION_NAMES;
   if (path.length === 1 && path[0] === 'timing') return Object.keys(DEFAULT_TIMING);
+  if (path.length === 1 && path[0] === 'sessions') return SESSIONS_OPTION_NAMES;
+  if (path.length === 2 && path[0] === 'sessions' && path[1] === 'listen') return ['host', 'port'];
   return undefined;
+}
+
+/** The same listen / advertise rules for the STREAM session endpoint (its clients dial the published address). */
+function checkSessionsAddress(sessions: SessionsOptions): void {
+  const field = 'sessions.advertise';
+  if (sessions.advertise !== undefined) {
+    try {
+      advertisedEndpoint(sessions.advertise, false, 1);
+    } catch (error) {
+      throw new ArgumentError(field, (error as Error).message);
+    }
+  } else if (isUnspecifiedHost(sessions.listen.host)) {
+    throw new ArgumentError(
+      field,
+      `is required when sessions.listen.host is '${sessions.listen.host}': that unspecified address binds every interface but clients cannot dial it. ` +
+        `Set advertise to the host:port clients reach this endpoint at (e.g. '10.0.0.5:${sessions.listen.port || 7200}')`,
+    );
+  }
 }
 
 /**
@@ -234,6 +272,7 @@ export function parseRuntimeOptions(options: unknown): ResolvedRuntimeOptions {
   }
   const o = options as RuntimeOptions;
   if (o.meshes) checkMeshAddresses(o.meshes);
+  if (o.sessions) checkSessionsAddress(o.sessions);
   if (o.log !== undefined && o.logger !== undefined)
     throw new ArgumentError('log', 'is deprecated and cannot be combined with logger: pass only logger');
   const { log, logger, ...rest } = o;

@@ -34,7 +34,8 @@ export function isEnvelope(v: unknown): boolean {
     (e.hops === undefined || isCount(e.hops)) &&
     (e.seq === undefined || isCount(e.seq)) &&
     (e.moved === undefined || e.moved === 1) &&
-    (e.close === undefined || e.close === 1)
+    (e.close === undefined || e.close === 1) &&
+    (e.ses === undefined || e.ses === 1)
   );
 }
 
@@ -50,6 +51,7 @@ export const envelopeSchema = z.custom<{
   seq?: number;
   moved?: 1;
   close?: 1;
+  ses?: 1;
 }>(isEnvelope, 'must be an envelope');
 
 /**

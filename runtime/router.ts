@@ -155,6 +155,19 @@ export class Router {
   }
 
   /**
+   * STREAM (runtime/components/sessions): a session envelope to an Actor — body already encoded, addressed to the
+   * ObjectGeneration the session was bound to (0 = resolve it), routed like any message (same per-sender order,
+   * hold, relay and Message Follow). With `timeoutMs` it is a request: the promise ends exactly once.
+   */
+  sessionEnvelope(to: ObjectKey, body: Uint8Array, gen: number, timeoutMs?: number): Promise<unknown> | undefined {
+    const env: Envelope = { id: randomUUID(), to, gen, body, from: this.deps.self, seq: ++this.seq, ses: 1, ...(timeoutMs !== undefined ? { req: 1 as const } : {}) };
+    if (timeoutMs !== undefined) return this.call(env, { timeoutMs });
+    telemetry.routed(false);
+    this.dispatch(env);
+    return undefined;
+  }
+
+  /**
    * Instance Spot Close (§12): a request addressed to the Spot's owner itself, routed like any request (owner
    * lookup, per-sender order, convergence, connection loss) and ended exactly once. It is never placed, followed or
    * staged: where a relocation sealed the Spot first it ends `moving` and is not resubmitted.
@@ -756,7 +769,8 @@ export class Router {
   /** The one terminal of a request, sent back to the node that accepted the call. */
   reply(env: Envelope, terminal: Terminal): void {
     // §1.1, §9: a pending request that completes after relocation leaves its terminal in the Relocation Store.
-    if (env.moved) this.deps.recordMovedTerminal(env.id, terminal.ok ? { ok: true, value: decodeValue(terminal.value!) } : terminal);
+    // (Not for session envelopes: a session frame's retry is the session's own sequence number, not its identity.)
+    if (env.moved && !env.ses) this.deps.recordMovedTerminal(env.id, terminal.ok ? { ok: true, value: decodeValue(terminal.value!) } : terminal);
     if (sameNode(env.from, this.deps.self)) return this.settleTerminal(env.id, terminal);
     const message: ReplyMessage = { t: 'reply', id: env.id, ok: terminal.ok, value: terminal.value, error: terminal.error, kind: terminal.kind };
     if (!this.transmit(env.from, message as unknown as RuntimeMessage))

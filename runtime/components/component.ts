@@ -12,6 +12,8 @@ import type { FrameworkRuntimeState } from '../../vocabulary';
 import type { RuntimeMessage, Transport } from '../../transport/types';
 import type { UnitEvent } from '../relocation/events';
 import type { ObjectRef } from '../context';
+import type { ObjectServer } from '../objects';
+import type { Router } from '../router';
 
 /** Wire prefix of component messages: `c.<component name>.<message>` (one place for it). */
 export const COMPONENT_MESSAGE_PREFIX = 'c.';
@@ -54,11 +56,17 @@ export interface ComponentPorts {
    * relocation hold and relay, Message Follow), like `host.send`. The component decided admission (§15).
    */
   sendToObject(to: ObjectRef, body: Uint8Array): void;
+  /** The Object Server: components that attach state to hosted objects (STREAM bindings move with their Actor). */
+  objects(): ObjectServer;
+  /** The router: envelopes to objects wherever they live (STREAM frames are routed like any message). */
+  router(): Router;
 }
 
 export interface HostComponent {
   /** Wire name: `c.<name>.*` messages and the descriptor's `components[name]` belong to this component. */
   readonly name: string;
+  /** §3 Preparing: bind listeners before the first descriptor is written (a failure is a startup error). */
+  start?(): Promise<void>;
   /** Plain JSON the host publishes as `descriptor.components[name]`; undefined publishes nothing. */
   describe?(): unknown;
   /** §4: manual topology registrations (registration, not connection): one text per registration. */

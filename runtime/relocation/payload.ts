@@ -29,6 +29,8 @@ export interface CapturedObject {
   /** The adapter's bytes (PreserveStateWith); absent for RecreateOnRelocation and PerActor shells. */
   readonly state?: Uint8Array;
   readonly timers: readonly TimerRegistration[];
+  /** Component state that moves with the object (objects.ts ObjectExtension: STREAM session bindings), by name. */
+  readonly ext?: Readonly<Record<string, Uint8Array>>;
 }
 
 /** Queue items in their lane order; ticks are pending timer ticks (§12). */
@@ -130,10 +132,16 @@ function readObject(o: unknown, i: number): CapturedObject {
     if (t.periodMs !== undefined && !isPositive(t.periodMs)) fail(`payload.objects[${i}].timers[${j}].periodMs`, 'must be a positive number when present');
     outTimers[j] = 'periodMs' in t ? { name: t.name, remainingMs: t.remainingMs, periodMs: t.periodMs as number | undefined } : { name: t.name, remainingMs: t.remainingMs };
   }
+  if (o.ext !== undefined) {
+    if (!isRecord(o.ext)) fail(`payload.objects[${i}].ext`, 'must be a map when present');
+    for (const [name, bytes] of Object.entries(o.ext))
+      if (name.length === 0 || !(bytes instanceof Uint8Array)) fail(`payload.objects[${i}].ext`, 'must map non-empty names to bytes');
+  }
   // Optional fields are kept as they came (absent, or present and undefined), like the former schema did.
   const out: { -readonly [K in keyof CapturedObject]: CapturedObject[K] } = { key: o.key, type: o.type, gen: o.gen, auth: o.auth, mode: o.mode as HostedMode, timers: outTimers };
   if ('spot' in o) out.spot = o.spot as string | undefined;
   if ('state' in o) out.state = o.state as Uint8Array | undefined;
+  if (o.ext !== undefined) out.ext = o.ext as Record<string, Uint8Array>;
   return out;
 }
 

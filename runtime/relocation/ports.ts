@@ -28,7 +28,7 @@ export interface InboundPorts {
   readonly capacity: number;
   readonly types: ReadonlyMap<string, ObjectDefinition>;
   /** The Object Server: where restored objects are built, adopted and dispatched. */
-  readonly objects: Pick<ObjectServer, 'size' | 'newLane' | 'newHosted' | 'definition' | 'adopt' | 'get' | 'deliver' | 'values' | 'runReadyCompleted'>;
+  readonly objects: Pick<ObjectServer, 'size' | 'newLane' | 'newHosted' | 'definition' | 'adopt' | 'get' | 'deliver' | 'values' | 'runReadyCompleted' | 'restoreExtensions'>;
   /** Routing: temporary work goes back to it (abandon), ends through it (discard), and owner caches are dropped. */
   readonly routes: Pick<Router, 'dispatch' | 'invalidate' | 'terminal'>;
   /** SpotWide aggregate commit (§10.3); single-record CASes go through `owners`. */

@@ -1,3 +1,4 @@
+import assert from 'node:assert';
 /**
  * ClientServer against fake ports: a few hosts joined by an in-memory "network" whose descriptor snapshots, peer
  * states and host states the test sets by hand, and xstate's SimulatedClock for every timer (no sleeps).
@@ -85,6 +86,8 @@ class Net {
       onUnitEvent: () => () => undefined,
       republish: async () => undefined,
       sendToObject: () => undefined,
+      objects: () => assert.fail("this component does not use the Object Server"),
+      router: () => assert.fail("this component does not use the router"),
     };
     (node as { cs: ClientServer }).cs = new ClientServer(ports, { primaryMesh: 'main', connectWaitMs: CONNECT_WAIT_MS, ...(options.random ? { random: options.random } : {}) });
     this.nodes.set(id, node);

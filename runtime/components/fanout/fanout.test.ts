@@ -1,3 +1,4 @@
+import assert from 'node:assert';
 /**
  * Classic fanout on fake ports: several FanoutComponents joined by a fake network whose connections can be cut
  * (with what was in flight lost) and healed, and whose messages can be dropped one by one. Proves per-link order
@@ -86,6 +87,8 @@ class Net {
       onUnitEvent: () => () => undefined,
       republish: async () => undefined,
       sendToObject: () => undefined,
+      objects: () => assert.fail("this component does not use the Object Server"),
+      router: () => assert.fail("this component does not use the router"),
     };
     node = { ref, state: S.Serving, component: new FanoutComponent(ports, 'main'), logs, manualPeers, listed: true };
     // A newer run replaces the older one in the cluster.

@@ -1,3 +1,4 @@
+import assert from 'node:assert';
 /**
  * Logical Multicast on fake ports: the real memory channel store (behind a gate where a test needs a slow
  * snapshot) and a recording `sendToObject`. Proves the snapshot-at-send-time rule, per-sender order across
@@ -47,6 +48,8 @@ function setup() {
     onUnitEvent: () => () => undefined,
     republish: async () => undefined,
     sendToObject: (to, body) => void sent.push({ to, message: decodeValue(body) }),
+    objects: () => assert.fail("multicast does not use the Object Server"),
+    router: () => assert.fail("multicast does not use the router"),
   };
   const component = new MulticastComponent(ports);
   return {

@@ -11,7 +11,7 @@ import type { BudgetLease, RuntimeMessage } from '../../../transport/types';
 import type { SpotDefinition } from '../../definitions';
 import type { Envelope } from '../../envelope';
 import type { Lane, WorkItem } from '../../lane';
-import type { Hosted } from '../../objects';
+import { captureExtensions, type Hosted } from '../../objects';
 import type { TimerRegistration } from '../../timers';
 import { RelocationReason } from '../../../vocabulary';
 import type { OutboundPorts } from '../ports';
@@ -231,6 +231,8 @@ export class SourceUnit {
     const shell = this.plan.kind === 'perActorShell';
     let state: Uint8Array | undefined;
     if (!shell && policy.kind === 'preserve') state = policy.capture(o.state);
+    // Component state bound to the object (STREAM session bindings, §12) moves with it whatever its policy.
+    const ext = shell ? undefined : captureExtensions(o);
     return {
       key: o.key,
       type: o.def.type,
@@ -240,6 +242,7 @@ export class SourceUnit {
       ...(o.spotId !== undefined ? { spot: o.spotId } : {}),
       ...(state !== undefined ? { state } : {}),
       timers,
+      ...(ext !== undefined ? { ext } : {}),
     };
   }
 

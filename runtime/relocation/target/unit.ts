@@ -86,6 +86,7 @@ export class TargetUnit {
         const policy = def.relocation;
         // §9: PreserveStateWith restores the adapter's bytes; RecreateOnRelocation and PerActor shells run the factory.
         hosted.state = c.state !== undefined && policy.kind === 'preserve' ? policy.restore(Buffer.from(c.state.buffer, c.state.byteOffset, c.state.length)) : def.create(c.key.slice(2));
+        if (c.ext !== undefined) objects.restoreExtensions(hosted, c.ext);
         seqs.set(c.key, hosted.timers.install(c.timers, pendingTicks.get(c.key) ?? new Set()));
         restored.push(hosted);
       }
