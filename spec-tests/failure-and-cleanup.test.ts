@@ -7,7 +7,6 @@ import {
   defineActor,
   defineSpot,
   FrameworkRuntimeState,
-  preserveState,
   RelocationMode,
   RelocationOutcome,
   RelocationReason,
@@ -15,21 +14,17 @@ import {
   TERMINATION_CHANGED,
   TerminationOutcome,
   TerminationReason,
-  UNIT_CHANGED,
   type FrameworkRuntime,
   type ObjectRef,
   type RuntimeStatus,
-  type UnitEvent,
 } from '../runtime';
+import { json, outcome, sleep, unitEvents } from './support/hosts';
 import { installTestMetrics } from './support/metrics';
+import { PM, reaches } from './support/s15-states';
 import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from './support/stack';
 import { ALL_TYPES } from './support/workload';
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const RU = RelocationMode.RollingUpdate;
-const PM = RelocationMode.PlannedMaintenance;
-
-const json = <S>() => preserveState<S>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString('utf8')) as S });
 
 /** Handler runs, counted per request id in the Actor's own (moving) state. */
 interface Tally {
@@ -65,17 +60,6 @@ const Tallied = defineActor<Tally>({
 
 const TYPES = [...ALL_TYPES, Tallied];
 
-/** Waits until `from` reaches `ref` on `owner` (the peer connection is Ready). */
-async function reaches(from: FrameworkRuntime, ref: ObjectRef, owner: string): Promise<void> {
-  await eventually(async () => (await from.request(ref, { op: 'where' }, { timeoutMs: 500 }).catch(() => '')) === owner, 5000, `${from.nodeId} reaches ${owner}`);
-}
-
-function unitEvents(host: FrameworkRuntime): UnitEvent[] {
-  const events: UnitEvent[] = [];
-  host.on(UNIT_CHANGED, (e) => void events.push(e));
-  return events;
-}
-
 describe.each(STACKS)('Failure and cleanup on %s', (stackName) => {
   let stack: Stack;
   beforeEach(async () => {
@@ -100,22 +84,11 @@ describe.each(STACKS)('Failure and cleanup on %s', (stackName) => {
     await reaches(third, refs[0]!, 'source');
 
     // Requests from the third host and from the source itself, in flight before, during and right after the move.
-    const settled = new Map<string, { times: number; value?: unknown; error?: unknown; actor: string }>();
+    const settled = new Map<string, ReturnType<typeof outcome<unknown>>>();
     let next = 0;
     const fire = (from: FrameworkRuntime, ref: ObjectRef & { actor: string }) => {
       const id = `${from.nodeId}-${next++}`;
-      const entry = { times: 0, actor: ref.actor } as { times: number; value?: unknown; error?: unknown; actor: string };
-      settled.set(id, entry);
-      from.request(ref, { op: 'req', id }, { timeoutMs: 15_000 }).then(
-        (value) => {
-          entry.times++;
-          entry.value = value;
-        },
-        (error: unknown) => {
-          entry.times++;
-          entry.error = error;
-        },
-      );
+      settled.set(id, outcome(from.request(ref, { op: 'req', id }, { timeoutMs: 15_000 })));
     };
     let stop = false;
     const traffic = (async () => {
@@ -135,11 +108,11 @@ describe.each(STACKS)('Failure and cleanup on %s', (stackName) => {
     await traffic;
     expect(settled.size).toBeGreaterThanOrEqual(200); // hundreds of requests were in flight around the move
 
-    await eventually(() => [...settled.values()].every((e) => e.times > 0), 15_000, 'every request settled');
+    await eventually(() => [...settled.values()].every((e) => e.settled > 0), 15_000, 'every request settled');
     await sleep(100); // a duplicate terminal would arrive after the first one
     const problems: string[] = [];
     for (const [id, e] of settled) {
-      if (e.times !== 1) problems.push(`${id} settled ${e.times} times`);
+      if (e.settled !== 1) problems.push(`${id} settled ${e.settled} times`);
       if (e.error) problems.push(`${id} failed: ${String(e.error)}`);
       else if ((e.value as { id: string }).id !== id) problems.push(`${id} got the answer of ${(e.value as { id: string }).id}`);
     }

@@ -11,58 +11,34 @@ import {
   AdmissionError,
   ArgumentError,
   FrameworkRuntimeState,
-  RelocationMode,
   RelocationOutcome,
   RelocationReason,
   RequestError,
   TerminationOutcome,
-  UNIT_CHANGED,
-  type FrameworkRuntime,
-  type UnitEvent,
 } from '../runtime';
-import { gate, PROBE_TYPES, ran, resetProbes } from './support/close-types';
+import { gate, ran } from './support/close-types';
 import { heldInbound } from './support/held-transport';
 import { installTestMetrics } from './support/metrics';
-import { eventually, FAST_TIMING, makeStack, STACKS, type Stack } from './support/stack';
-import { settle } from './support/hosts';
-import { quietLog } from './no-loss/support';
+import { holdRelocating, PM, probeStack, reaches, rejection } from './support/s15-states';
+import { eventually, FAST_TIMING, STACKS } from './support/stack';
+import { settle, unitEvents } from './support/hosts';
 
-const PM = RelocationMode.PlannedMaintenance;
-const { log } = quietLog();
 const metrics = installTestMetrics();
 afterAll(() => metrics.shutdown());
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-}
-
 describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    resetProbes();
-    stack = await makeStack(stackName);
-  });
-  afterEach(async () => {
-    resetProbes();
-    await stack.close();
-  });
-
-  const host = (nodeId: string, extra: Partial<Parameters<Stack['host']>[0]> = {}) =>
-    stack.host({ nodeId, applicationVersion: 1, types: PROBE_TYPES, log, ...extra });
+  const { stack, host } = probeStack(stackName);
   const record = (id: string) => stack.stores.location.get({ kind: 'spot', id });
 
-  /** Waits until `from` reaches the Spot on `owner` (their connection is Ready, and `from` caches the route). */
-  async function reaches(from: FrameworkRuntime, spot: string, owner: string): Promise<void> {
-    await eventually(async () => (await from.request({ spot }, { op: 'where' }, { timeoutMs: 500 }).catch(() => '')) === owner, 5000, `${from.nodeId} reaches ${spot}`);
-  }
-
-  function unitEvents(h: FrameworkRuntime): UnitEvent[] {
-    const events: UnitEvent[] = [];
-    h.on(UNIT_CHANGED, (e) => void events.push(e));
-    return events;
+  /** Hosts `source`, owning the Instance Spot shard-1 (count 1), and `target`, which reaches it there; the unit events of both. */
+  async function shardOnSource() {
+    const source = await host('source');
+    const target = await host('target');
+    const sourceUnits = unitEvents(source);
+    const targetUnits = unitEvents(target);
+    expect(await source.request({ spot: 'shard-1' }, { op: 'add' })).toBe(1);
+    await reaches(target, { spot: 'shard-1' }, 'source');
+    return { source, target, sourceUnits, targetUnits };
   }
 
   test('closeSpot closes an Instance Spot on its owner: onClosing(Closed) after the current handler, its queue ends, a later message creates a new generation', async () => {
@@ -72,7 +48,7 @@ describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
     const first = await record('shard-1');
     expect(first?.owner.nodeId).toBe('owner');
     expect(await stack.stores.relocation.getInstanceCreation('shard-1')).toMatchObject({ objectGeneration: first!.objectGeneration, owner: { nodeId: 'owner' } });
-    await reaches(caller, 'shard-1', 'owner');
+    await reaches(caller, { spot: 'shard-1' }, 'owner');
 
     // A turn that waits on application I/O; behind it two requests and a one-way message, then the close.
     const held = settle(caller.request({ spot: 'shard-1' }, { op: 'hold', gate: 'io' }));
@@ -126,7 +102,7 @@ describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
     const caller = await host('caller');
     await owner.createSpot('Hall', 'hall');
     await owner.createActor('Probe', 'probe');
-    await reaches(caller, 'hall', 'owner');
+    await reaches(caller, { spot: 'hall' }, 'owner');
     const cases: [string, () => Promise<void>][] = [
       ['ref', () => caller.closeSpot(null as never)],
       ['ref.actor', () => caller.closeSpot({ actor: 'probe' } as never)],
@@ -151,33 +127,22 @@ describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
   }, 30_000);
 
   test('Close first, before the relocation unit started: closed on the source and not moved; the relocation goes on', async () => {
-    const source = await host('source');
-    const target = await host('target');
-    const sourceUnits = unitEvents(source);
-    const targetUnits = unitEvents(target);
-    await source.createActor('Probe', 'blocker');
-    expect(await source.request({ spot: 'shard-1' }, { op: 'add' })).toBe(1);
-    await reaches(target, 'shard-1', 'source');
-    // Batch 2 (the Actor) waits for the blocker's turn to end: batch 3 (Instance Spots) has not started.
-    const blocking = settle(source.request({ actor: 'blocker' }, { op: 'hold', gate: 'batch2' }));
-    await eventually(() => ran.includes('hold:blocker@source'), 5000, 'blocker turn');
-    const relocation = settle(source.relocate({ mode: PM, deadlineMs: 20_000 }));
-    await eventually(() => (source.diagnostics().units.sourceByState['safePoint'] ?? 0) === 1, 5000, 'batch 2 at its safe point');
+    const { source, target, sourceUnits, targetUnits } = await shardOnSource();
+    // Batch 2 (an Actor) waits for its blocker's turn to end: batch 3 (Instance Spots) has not started.
+    const relocating = await holdRelocating(source, 'batch2');
+    expect(source.diagnostics().units.sourceByState['safePoint']).toBe(1);
     expect(source.status.state).toBe(FrameworkRuntimeState.Relocating);
 
     await target.closeSpot({ spot: 'shard-1' });
     expect(ran).toContain('closing:shard-1:Closed:1@source');
     expect(await record('shard-1')).toBeUndefined();
 
-    gate('batch2').open();
-    await relocation.promise;
-    await blocking.promise;
-    expect(relocation.value).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+    expect(await relocating.release()).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
     // The closed Spot was carried by no unit: the blocker moved, the Spot did not.
     expect(sourceUnits.filter((e) => e.objects.includes('s:shard-1'))).toEqual([]);
     expect(targetUnits.filter((e) => e.objects.includes('s:shard-1'))).toEqual([]);
     // (Relocated is the source's result; the target's owner CAS follows it, §13.)
-    await eventually(async () => (await target.locate({ actor: 'blocker' }))?.nodeId === 'target', 5000, 'target owns the blocker');
+    await eventually(async () => (await target.locate({ actor: 'blocker-batch2' }))?.nodeId === 'target', 5000, 'target owns the blocker');
     expect(await record('shard-1')).toBeUndefined();
     // A later message creates a new instance, here on the target (the Relocated source places none, §15).
     expect(await source.request({ spot: 'shard-1' }, { op: 'get' })).toBe(0);
@@ -185,12 +150,7 @@ describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
   }, 30_000);
 
   test('Close first, while the unit waits for its safe point: the unit ends closed, the close finishes, the Spot is not moved', async () => {
-    const source = await host('source');
-    const target = await host('target');
-    const sourceUnits = unitEvents(source);
-    const targetUnits = unitEvents(target);
-    expect(await source.request({ spot: 'shard-1' }, { op: 'add' })).toBe(1);
-    await reaches(target, 'shard-1', 'source');
+    const { source, target, sourceUnits, targetUnits } = await shardOnSource();
     // The Spot's own turn is running: its unit is prepared on the target and waits for the turn to end.
     const turn = settle(target.request({ spot: 'shard-1' }, { op: 'hold', gate: 'turn' }));
     await eventually(() => ran.includes('hold:shard-1@source'), 5000, 'turn running');
@@ -221,11 +181,11 @@ describe.each(STACKS)('Instance Spot Close on %s', (stackName) => {
   test('Relocation first (the unit sealed): a late close ends moving and is not resubmitted; the Spot moves with its state', async () => {
     // The target's relay-ready reply is held at the source: the unit stays sealed until the test releases it.
     const gateReady = heldInbound((m) => m.t === 'r.ready');
-    const source = await host('source', { transport: gateReady.factory, timing: { ...FAST_TIMING, relocationCutoverWaitTimeoutMs: 20_000 } });
-    const target = await host('target', { timing: { ...FAST_TIMING, relocationCutoverWaitTimeoutMs: 20_000 } });
+    const source = await host('source', 1, { transport: gateReady.factory, timing: { ...FAST_TIMING, relocationCutoverWaitTimeoutMs: 20_000 } });
+    const target = await host('target', 1, { timing: { ...FAST_TIMING, relocationCutoverWaitTimeoutMs: 20_000 } });
     const sourceUnits = unitEvents(source);
     expect(await source.request({ spot: 'shard-1' }, { op: 'add' })).toBe(1);
-    await reaches(target, 'shard-1', 'source');
+    await reaches(target, { spot: 'shard-1' }, 'source');
     const relocation = settle(source.relocate({ mode: PM, deadlineMs: 20_000 }));
     await eventually(() => sourceUnits.some((e) => e.state === 'sealed'), 5000, 'unit sealed');
     await eventually(() => gateReady.held > 0, 5000, 'relay-ready held');

@@ -190,7 +190,7 @@ describe.each(STACKS)('Mode and target selection on %s', (stackName) => {
     await connected(manual, late);
     manual.registerManualPeer('aux', stackName === 'redis+ws' ? 'ws://127.0.0.1:9/never' : 'memory://nobody/1/aux');
     // The §4 manual-topology assertion (shared with spec-tests/manual-topology/*).
-    await expectBlockedByManualTopology(manual, manualRefs, 'Counter');
+    await expectBlockedByManualTopology(manual, manualRefs, { actor: 'Counter' });
     expect(await manual.request({ actor: 'm-c0' }, { op: 'where' })).toBe('manual');
   }, 60_000);
 });

@@ -3,12 +3,8 @@
  * an accepted request ends exactly once: reply, handler error, timeout or shutdown). Public API only.
  */
 import {
-  AdmissionError,
   defineActor,
-  defineSpot,
   FrameworkRuntimeState,
-  preserveState,
-  RelocationMode,
   RelocationOutcome,
   RelocationReason,
   RemoteHandlerError,
@@ -18,41 +14,14 @@ import {
   type FrameworkRuntime,
   type RuntimeStatus,
 } from '../runtime';
-import { BASE_TYPES, flush, hostSet, recordStatuses, settle, sleep, until, type HostSet } from './support/hosts';
+import { BASE_TYPES, Closer, closer, flush, hostSet, json, recordStatuses, settle, sleep, until, type HostSet } from './support/hosts';
+import { expectAdmissionRejected as expectRejected, holdAtSafePoint, holdClosing, PM, rejection, thrown } from './support/s15-states';
 
-const PM = RelocationMode.PlannedMaintenance;
 const S = FrameworkRuntimeState;
 
-const json = <T>() => preserveState<T>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString()) as T });
-
-/** SpotWide, ApplicationSignaled: its unit waits in Relocating until a { op: 'defer' } turn registers the safe point. */
-const Gate = defineSpot<{ n: number }>({
-  type: 'Gate',
-  kind: 'user',
-  executionMode: 'SpotWide',
-  readiness: 'ApplicationSignaled',
-  relocation: json(),
-  create: () => ({ n: 0 }),
-  receive: (state, message: { op: 'defer' | 'count' }, ctx) => {
-    if (message.op === 'defer') ctx.relocationReady().defer();
-    return { n: ++state.n, node: ctx.nodeId };
-  },
-});
-
-/** A Spot whose HostShutdown closing callback waits until the test opens `closingGate` (holds the host in Draining). */
-let openClosing: () => void = () => undefined;
-let closingCalls = 0;
-const Closer = defineSpot<object>({
-  type: 'Closer',
-  kind: 'user',
-  relocation: json(),
-  create: () => ({}),
-  receive: () => 'ok',
-  onClosing: () => {
-    closingCalls++;
-    return new Promise<void>((resolve) => (openClosing = resolve));
-  },
-});
+// Signaled (support/hosts.ts): a SpotWide, ApplicationSignaled Spot whose unit waits in Relocating until a
+// { op: 'defer' } turn registers the safe point; every turn answers { n, node }.
+// Closer (support/hosts.ts): its HostShutdown closing callback holds the host in Draining (support/s15-states.ts holdClosing).
 
 type WorkerMessage = { op: 'echo'; value: unknown } | { op: 'fail'; why: string } | { op: 'sleep'; ms: number; value: unknown };
 const Worker = defineActor<{ handled: number }>({
@@ -67,14 +36,14 @@ const Worker = defineActor<{ handled: number }>({
   },
 });
 
-const TYPES = [...BASE_TYPES, Gate, Closer, Worker];
+const TYPES = [...BASE_TYPES, Closer, Worker];
 
 let set: HostSet;
 beforeEach(() => {
   set = hostSet();
 });
 afterEach(async () => {
-  openClosing();
+  closer.reset();
   await set.close();
 });
 
@@ -87,25 +56,12 @@ async function reaches(from: FrameworkRuntime, to: { actor: string } | { spot: s
   }, `${from.nodeId} reaches ${JSON.stringify(to)}`);
 }
 
-/**
- * §7: defer() registers the safe point only after target preparation (a defer before it is "no relocation
- * prepared" and runs Continued), so the test waits until the unit waits for its safe point.
- */
-async function deferAtSafePoint(h: FrameworkRuntime, spot: string): Promise<void> {
-  await until(() => (h.diagnostics().units.sourceByState['safePoint'] ?? 0) > 0, 'unit waiting for its safe point');
-  await h.request({ spot }, { op: 'defer' });
-}
-
 async function expectAdmissionRejected(h: FrameworkRuntime, state: string): Promise<void> {
-  for (const call of [() => h.createActor('Counter', 'new-actor'), () => h.createSpot('Gate', 'new-spot'), () => h.join('new-actor', 'new-spot')]) {
-    const error = await call().then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(AdmissionError);
-    expect((error as AdmissionError).state).toBe(state);
-    expect((error as Error).message).toContain(state);
-  }
+  await expectRejected(state, [
+    ['createActor', () => h.createActor('Counter', 'new-actor')],
+    ['createSpot', () => h.createSpot('Signaled', 'new-spot')],
+    ['join', () => h.join('new-actor', 'new-spot')],
+  ]);
   expect(await h.locate({ actor: 'new-actor' })).toBeUndefined();
   expect(await h.locate({ spot: 'new-spot' })).toBeUndefined();
 }
@@ -113,7 +69,7 @@ async function expectAdmissionRejected(h: FrameworkRuntime, state: string): Prom
 test('status.isReady is true only in Serving', async () => {
   const source = await host('source');
   const target = await host('target');
-  await source.createSpot('Gate', 'g1');
+  await source.createSpot('Signaled', 'g1');
   expect(source.status).toMatchObject({ state: S.Serving, isReady: true });
   const observed = recordStatuses(source);
 
@@ -123,12 +79,9 @@ test('status.isReady is true only in Serving', async () => {
   expect(source.status).toMatchObject({ state: S.Serving, isReady: true });
 
   // Relocating → Relocated: the application signals its safe point.
-  const second = settle(source.relocate({ mode: PM, deadlineMs: 5000 }));
-  await until(() => source.status.state === S.Relocating, 'Relocating');
+  const second = await holdAtSafePoint(source, 'g1', 5000);
   expect(source.status.isReady).toBe(false);
-  await deferAtSafePoint(source, 'g1');
-  await second.promise;
-  expect(second.value).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
+  expect(await second.release()).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Relocated, reason: RelocationReason.None });
   expect(source.status).toMatchObject({ state: S.Relocated, isReady: false });
   await reaches(target, { spot: 'g1' }, 'target');
 
@@ -201,37 +154,29 @@ test('every observed Relocated status carries its Relocated/None result', async 
 test('§15: create and join are rejected in Relocating, Relocated and Draining; unsealed work keeps running in Relocating', async () => {
   const source = await host('source');
   const target = await host('target');
-  await source.createSpot('Gate', 'g1');
+  await source.createSpot('Signaled', 'g1');
   await source.createActor('Counter', 'member');
   await reaches(target, { spot: 'g1' }, 'source');
 
-  // Relocating (the Gate unit waits for its safe point).
-  const pending = settle(source.relocate({ mode: PM, deadlineMs: 5000 }));
-  await until(() => source.status.state === S.Relocating, 'Relocating');
+  // Relocating (the Signaled unit waits for its safe point).
+  const pending = await holdAtSafePoint(source, 'g1', 5000);
   await expectAdmissionRejected(source, 'Relocating');
   // The Spot is not sealed yet: it keeps processing, for local and remote callers.
   expect(await source.request({ spot: 'g1' }, { op: 'count' })).toMatchObject({ node: 'source' });
   expect(source.status.state).toBe(S.Relocating);
 
   // Relocated.
-  await deferAtSafePoint(source, 'g1');
-  await pending.promise;
-  expect(pending.value).toMatchObject({ outcome: RelocationOutcome.Relocated });
+  expect(await pending.release()).toMatchObject({ outcome: RelocationOutcome.Relocated });
   await expectAdmissionRejected(source, 'Relocated');
   // Infrastructure is kept: the source still forwards to the moved Spot.
   expect(await source.request({ spot: 'g1' }, { op: 'count' })).toMatchObject({ node: 'target' });
 
   // Draining (a closing callback holds the host there).
   const other = await host('other');
-  await other.createSpot('Closer', 'closer');
-  closingCalls = 0;
-  const stopping = settle(other.shutdown({ deadlineMs: 5000 }));
-  await until(() => closingCalls === 1, 'closing callback running');
+  const stopping = await holdClosing(other, 5000);
   expect(other.status.state).toBe(S.Draining);
   await expectAdmissionRejected(other, 'Draining');
-  openClosing();
-  await stopping.promise;
-  expect(stopping.value).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+  expect(await stopping.release()).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
 });
 
 // §3/§15: until the seal an object keeps processing for every caller; the target's temporary queue takes only
@@ -239,7 +184,7 @@ test('§15: create and join are rejected in Relocating, Relocated and Draining; 
 test('§15: in Relocating an unsealed object answers every caller, the prepared target host included', async () => {
   const source = await host('source');
   const target = await host('target');
-  await source.createSpot('Gate', 'g1');
+  await source.createSpot('Signaled', 'g1');
   await reaches(target, { spot: 'g1' }, 'source');
   const pending = settle(source.relocate({ mode: PM, deadlineMs: 800 }));
   await until(() => (source.diagnostics().units.sourceByState['safePoint'] ?? 0) > 0, 'target prepared, unit at its safe point');
@@ -250,44 +195,28 @@ test('§15: in Relocating an unsealed object answers every caller, the prepared 
 test('§15: send and request from a Draining host end with a shutdown error, and so do requests arriving at it', async () => {
   const draining = await host('draining');
   const peer = await host('peer');
-  await draining.createSpot('Closer', 'closer');
   await draining.createActor('Worker', 'w-local');
   await peer.createActor('Worker', 'w-remote');
   expect(await peer.request({ actor: 'w-local' }, { op: 'echo', value: 1 })).toBe(1);
   expect(await draining.request({ actor: 'w-remote' }, { op: 'echo', value: 2 })).toBe(2);
 
-  closingCalls = 0;
-  const stopping = settle(draining.shutdown({ deadlineMs: 5000 }));
-  await until(() => closingCalls === 1, 'closing callback running');
+  const stopping = await holdClosing(draining, 5000);
   expect(draining.status.state).toBe(S.Draining);
 
-  let sendError: unknown;
-  try {
-    draining.send({ actor: 'w-remote' }, { op: 'echo', value: 3 });
-  } catch (e) {
-    sendError = e;
-  }
+  const sendError = thrown(() => draining.send({ actor: 'w-remote' }, { op: 'echo', value: 3 }));
   expect(sendError).toBeInstanceOf(RequestError);
   expect((sendError as RequestError).kind).toBe('shutdown');
   for (const to of [{ actor: 'w-remote' }, { actor: 'w-local' }]) {
-    const error = await draining.request(to, { op: 'echo', value: 4 }, { timeoutMs: 1000 }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await rejection(draining.request(to, { op: 'echo', value: 4 }, { timeoutMs: 1000 }));
     expect(error).toBeInstanceOf(RequestError);
     expect((error as RequestError).kind).toBe('shutdown');
   }
   // A new request arriving at the Draining host ends with a shutdown result too (§15 Node direct / Spot-Actor direct).
-  const inbound = await peer.request({ actor: 'w-local' }, { op: 'echo', value: 5 }, { timeoutMs: 1000 }).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const inbound = await rejection(peer.request({ actor: 'w-local' }, { op: 'echo', value: 5 }, { timeoutMs: 1000 }));
   expect(inbound).toBeInstanceOf(RequestError);
   expect((inbound as RequestError).kind).toBe('shutdown');
   // Nothing of that reached the Workers.
-  openClosing();
-  await stopping.promise;
-  expect(stopping.value).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+  expect(await stopping.release()).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
 });
 
 test('§15: an accepted request ends exactly once — reply, handler error, timeout or shutdown', async () => {

@@ -11,19 +11,13 @@ import {
   TerminationOutcome,
   TerminationReason,
 } from '../../runtime';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-import { outcome, PM, S, serverHandler, spread, TYPES } from './support';
+import { outcome } from '../support/hosts';
+import { PM } from '../support/s15-states';
+import { eventually, STACKS, useStack } from '../support/stack';
+import { S, serverHandler, servingPair, spread, TYPES } from './support';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    stack = await makeStack(stackName);
-  });
-  afterEach(async () => {
-    await stack.close();
-  });
-
-  const host = (nodeId: string) => stack.host({ nodeId, applicationVersion: 1, types: TYPES });
+  const { stack, host } = useStack(stackName, { types: TYPES });
 
   test('select-one spreads calls by weight among the servers of a channel; the calling host counts when it serves', async () => {
     const a = await host('a');
@@ -46,11 +40,7 @@ describe.each(STACKS)('%s', (stackName) => {
   });
 
   test('Node direct goes to exactly the named node; a node that does not serve the channel, an unknown node and a channel nobody serves are clear errors', async () => {
-    const a = await host('a');
-    const b = await host('b');
-    await a.serve('work', serverHandler('a').handler);
-    await b.serve('work', serverHandler('b').handler);
-    const c = await host('c');
+    const { a, c } = await servingPair(host);
     const answers = await Promise.all(Array.from({ length: 40 }, () => c.call('work', null, { node: 'b' })));
     expect(new Set(answers)).toEqual(new Set(['b']));
     expect(await a.call('work', null, { node: 'a' })).toBe('a'); // to itself
@@ -139,12 +129,8 @@ describe.each(STACKS)('%s', (stackName) => {
   });
 
   test('a Relocate that ends Blocked makes the server selectable again', async () => {
-    const a = await host('a');
-    const b = await host('b');
-    await a.serve('work', serverHandler('a').handler);
-    await b.serve('work', serverHandler('b').handler);
-    const c = await host('c');
-    await a.createSpot('CsGate', 'gate'); // never signals its safe point: the Relocate runs out of time
+    const { a, c } = await servingPair(host);
+    await a.createSpot('Signaled', 'gate'); // never signals its safe point: the Relocate runs out of time
     const relocation = a.relocate({ mode: PM, deadlineMs: 300 });
     await eventually(() => a.status.state === S.Relocating, 5000, 'Relocating');
     expect(await spread(c, 'work', 30)).toEqual({ b: 30 });

@@ -5,7 +5,8 @@
  * and a moved Spot can leave from its new owner); an Instance Spot member is placed by the multicast itself.
  */
 import { defineSpot, preserveState, RelocationOutcome, type FrameworkRuntime } from '../../runtime';
-import { CHANNEL_TYPES, ownerOf, PM, waitForLog, type MemberMessage, type Received } from '../support/channels';
+import { CHANNEL_TYPES, ownerOf, waitForLog, type MemberMessage, type Received } from '../support/channels';
+import { PM } from '../support/s15-states';
 import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
 
 /** An Instance Spot member (created on demand by its first message): joins from its handler, logs what it gets. */

@@ -10,10 +10,10 @@ let probes = 0;
 
 /**
  * Relocate `host` (PlannedMaintenance): it ends Blocked/ManualTopologyUnsupported, and nothing changed — the host is
- * Serving and ready, admission is open (a new Actor of `actorType` can be created), the objects in `owned` are still
- * its own and answer there, and diagnostics name the topology as the blocker.
+ * Serving and ready, admission is open (a new Actor or Spot of the type `admitted` names can be created; its ref is
+ * returned), the objects in `owned` are still its own, and diagnostics name the topology as the blocker.
  */
-export async function expectBlockedByManualTopology(host: FrameworkRuntime, owned: readonly ObjectRef[], actorType: string): Promise<void> {
+export async function expectBlockedByManualTopology(host: FrameworkRuntime, owned: readonly ObjectRef[], admitted: { actor: string } | { spot: string }): Promise<ObjectRef> {
   const result = await host.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 5000 });
   expect(result).toEqual({
     mode: RelocationMode.PlannedMaintenance,
@@ -25,7 +25,9 @@ export async function expectBlockedByManualTopology(host: FrameworkRuntime, owne
   expect(host.diagnostics().blockers).toContainEqual({ object: 'topology', reason: 'ManualTopologyUnsupported' });
   for (const ref of owned) expect([ref, (await host.locate(ref))?.nodeId]).toEqual([ref, host.nodeId]);
   // Admission is open: creation is admitted (§15 rejects it in every state but Serving).
-  const probe = `admitted-after-blocked-${host.nodeId}-${++probes}`;
-  await host.createActor(actorType, probe);
-  expect((await host.locate({ actor: probe }))?.nodeId).toBe(host.nodeId);
+  const id = `admitted-after-blocked-${host.nodeId}-${++probes}`;
+  const created: ObjectRef = 'actor' in admitted ? { actor: id } : { spot: id };
+  await ('actor' in admitted ? host.createActor(admitted.actor, id) : host.createSpot(admitted.spot, id));
+  expect((await host.locate(created))?.nodeId).toBe(host.nodeId);
+  return created;
 }

@@ -4,19 +4,13 @@
  * answers at), Relocate ends Blocked/ManualTopologyUnsupported and nothing changes (state Serving, admission open).
  * And the registration really works: it receives what the node at that endpoint publishes. Both stacks.
  */
-import { FrameworkRuntimeState, RelocationOutcome, RelocationReason, type FanoutEventInfo } from '../../runtime';
-import { CHANNEL_TYPES, endpointOf, PM } from '../support/channels';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-
-const nowhere = (stackName: string) => (stackName === 'redis+ws' ? 'ws://127.0.0.1:9/never' : 'memory://nobody/1/main');
+import { type FanoutEventInfo } from '../../runtime';
+import { CHANNEL_TYPES, endpointOf } from '../support/channels';
+import { eventually, nowhere, STACKS, useStack } from '../support/stack';
+import { expectBlockedByManualTopology } from './expect-blocked';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    stack = await makeStack(stackName);
-  });
-  afterEach(() => stack.close());
-  const host = (nodeId: string) => stack.host({ nodeId, applicationVersion: 1, types: CHANNEL_TYPES });
+  const { stack, host } = useStack(stackName, { types: CHANNEL_TYPES });
 
   test('a registered fanout subscriber endpoint blocks Relocate (ManualTopologyUnsupported) without any connection, and changes nothing', async () => {
     const subscriber = await host('subscriber');
@@ -25,14 +19,9 @@ describe.each(STACKS)('%s', (stackName) => {
     const sub = subscriber.subscribe('ticks', () => undefined, { endpoint: nowhere(stackName) });
     expect(sub.publishers()).toEqual([]); // nobody answers there: no connection, only the registration
 
-    const result = await subscriber.relocate({ mode: PM, deadlineMs: 5000 });
-    expect(result).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Blocked, reason: RelocationReason.ManualTopologyUnsupported });
-    expect(subscriber.status).toMatchObject({ state: FrameworkRuntimeState.Serving, isReady: true });
-    expect(subscriber.diagnostics().blockers).toContainEqual({ object: 'topology', reason: 'ManualTopologyUnsupported' });
-    // Admission stayed open and the workload stayed here.
-    expect((await subscriber.locate({ spot: 'room' }))?.nodeId).toBe('subscriber');
-    await subscriber.createSpot('Member', 'room-2');
-    expect(await subscriber.request({ spot: 'room-2' }, { op: 'log' })).toEqual([]);
+    // Admission stayed open (a Spot created now answers) and the workload stayed here.
+    const created = await expectBlockedByManualTopology(subscriber, [{ spot: 'room' }], { spot: 'Member' });
+    expect(await subscriber.request(created, { op: 'log' })).toEqual([]);
   }, 30_000);
 
   test('a manual subscriber endpoint receives, in order and once, what the node at that endpoint publishes', async () => {

@@ -4,17 +4,14 @@
  * closing it ends the registration. And it really works: automatic discovery does not find it, a subscriber pointed
  * at its node's endpoint gets its events. Both stacks.
  */
-import { FrameworkRuntimeState, RelocationOutcome, RelocationReason } from '../../runtime';
-import { CHANNEL_TYPES, endpointOf, PM } from '../support/channels';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
+import { RelocationOutcome } from '../../runtime';
+import { CHANNEL_TYPES, endpointOf } from '../support/channels';
+import { PM } from '../support/s15-states';
+import { eventually, STACKS, useStack } from '../support/stack';
+import { expectBlockedByManualTopology } from './expect-blocked';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    stack = await makeStack(stackName);
-  });
-  afterEach(() => stack.close());
-  const host = (nodeId: string) => stack.host({ nodeId, applicationVersion: 1, types: CHANNEL_TYPES });
+  const { stack, host } = useStack(stackName, { types: CHANNEL_TYPES });
 
   test('a registered manual fanout publisher blocks Relocate (ManualTopologyUnsupported) with no subscriber at all, and changes nothing; closing it ends the registration', async () => {
     const source = await host('source');
@@ -23,11 +20,7 @@ describe.each(STACKS)('%s', (stackName) => {
     const manual = source.registerManualPublisher('ticks');
     manual.publish('nobody listens'); // no subscriber, no connection: the registration alone counts
 
-    const blocked = await source.relocate({ mode: PM, deadlineMs: 5000 });
-    expect(blocked).toEqual({ mode: PM, targetApplicationVersion: 1, outcome: RelocationOutcome.Blocked, reason: RelocationReason.ManualTopologyUnsupported });
-    expect(source.status).toMatchObject({ state: FrameworkRuntimeState.Serving, isReady: true });
-    expect((await source.locate({ spot: 'room' }))?.nodeId).toBe('source');
-    await source.createSpot('Member', 'room-2');
+    await expectBlockedByManualTopology(source, [{ spot: 'room' }], { spot: 'Member' });
     manual.publish('still admitted');
     // It publishes no descriptor entry.
     const descriptor = (await stack.stores.descriptors.list()).find((d) => d.nodeId === 'source');

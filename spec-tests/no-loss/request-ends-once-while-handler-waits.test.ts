@@ -22,37 +22,27 @@ import {
   RequestError,
   TerminationOutcome,
   TerminationReason,
-  UNIT_CHANGED,
   type RuntimeStatus,
-  type UnitEvent,
 } from '../../runtime';
-import { gate, PROBE_TYPES, ran, resetProbes } from '../support/close-types';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-import { quietLog } from './support';
+import { gate, ran } from '../support/close-types';
+import { unitEvents } from '../support/hosts';
+import { probeStack, reaches } from '../support/s15-states';
+import { eventually, STACKS } from '../support/stack';
 
-const { log } = quietLog();
 const REQUEST_TIMEOUT_MS = 60_000;
 
 describe.each(STACKS)('an accepted request ends once while its handler waits, on %s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    resetProbes();
-    stack = await makeStack(stackName);
-  });
-  afterEach(async () => {
-    resetProbes();
-    await stack.close();
-  });
+  const probes = probeStack(stackName);
 
   test('Relocate and Shutdown proceed around a handler that waits; its request ends exactly once with a shutdown result', async () => {
     // Only t has a's version: it is the relocation target; c and n are other application versions.
-    const host = (nodeId: string, applicationVersion = 2) => stack.host({ nodeId, applicationVersion, types: PROBE_TYPES, log });
+    const host = (nodeId: string, applicationVersion = 2) => probes.host(nodeId, applicationVersion);
     const a = await host('a', 1);
     const c = await host('c');
     await host('t', 1);
     await a.createActor('Probe', 'w');
     await a.createActor('Probe', 'x');
-    await eventually(async () => (await c.request({ actor: 'w' }, { op: 'where' }, { timeoutMs: 500 }).catch(() => '')) === 'a', 5000, 'c reaches a');
+    await reaches(c, { actor: 'w' }, 'a');
 
     // A monitoring observer that stops pulling after the first value, and a listener that throws.
     const observer = a.observe()[Symbol.asyncIterator]();
@@ -60,8 +50,7 @@ describe.each(STACKS)('an accepted request ends once while its handler waits, on
     a.on(RELOCATION_CHANGED, () => {
       throw new Error('an observer that throws');
     });
-    const units: UnitEvent[] = [];
-    a.on(UNIT_CHANGED, (e) => void units.push(e));
+    const units = unitEvents(a);
 
     // The handler that waits, c's request running in it, and a's own request queued behind it.
     const endings = new Map<string, string[]>();
@@ -85,7 +74,7 @@ describe.each(STACKS)('an accepted request ends once while its handler waits, on
     // Peer lifecycle goes on: a new host joins and a reaches an object on it.
     const n = await host('n');
     await n.createActor('Probe', 'on-n');
-    await eventually(async () => (await a.request({ actor: 'on-n' }, { op: 'where' }, { timeoutMs: 500 }).catch(() => '')) === 'n', 5000, 'a reaches n');
+    await reaches(a, { actor: 'on-n' }, 'n');
     expect(endings.size).toBe(0); // both accepted requests still wait
 
     // (b) Shutdown with a short deadline: bounded teardown, and every accepted request gets its one terminal.

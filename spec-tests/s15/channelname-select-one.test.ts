@@ -5,36 +5,25 @@
  * calls a host makes itself.
  */
 import { RelocationOutcome, RequestError, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-import { holdRelocating, outcome, S, serverHandler, spread, TYPES } from '../client-server/support';
+import { eventually, STACKS, useStack } from '../support/stack';
+import { outcome } from '../support/hosts';
+import { holdSignaled } from '../support/s15-states';
+import { S, servingPair, spread, TYPES, type serverHandler } from '../client-server/support';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
+  const { host } = useStack(stackName, { types: TYPES });
   let a: FrameworkRuntime;
-  let b: FrameworkRuntime;
   let c: FrameworkRuntime;
   let onA: ReturnType<typeof serverHandler>;
   let onB: ReturnType<typeof serverHandler>;
 
   beforeEach(async () => {
-    stack = await makeStack(stackName);
-    a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: TYPES });
-    b = await stack.host({ nodeId: 'b', applicationVersion: 1, types: TYPES });
-    onA = serverHandler('a');
-    onB = serverHandler('b');
-    await a.serve('work', onA.handler);
-    await b.serve('work', onB.handler);
-    // c starts after both servers are published, so its first descriptor read lists both.
-    c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: TYPES });
-    // Both are selectable while Serving (what each test below takes away from `a`).
-    expect(Object.keys(await spread(c, 'work', 60)).sort()).toEqual(['a', 'b']);
-  });
-  afterEach(async () => {
-    await stack.close();
+    // Both servers are selectable while Serving (what each test below takes away from `a`).
+    ({ a, c, onA, onB } = await servingPair(host));
   });
 
   test('§15 ChannelName select-one in Relocating: excluded from new selection, but the existing direct owner route to it is kept', async () => {
-    const relocation = await holdRelocating(a);
+    const relocation = await holdSignaled(a);
     const runsBefore = onA.runs();
     expect(await spread(c, 'work', 60)).toEqual({ b: 60 });
     // a's own select-one excludes its local server too.
@@ -44,12 +33,12 @@ describe.each(STACKS)('%s', (stackName) => {
     expect(await c.call('work', null, { node: 'a' })).toBe('a');
     expect(onA.runs()).toBe(runsBefore + 1);
     expect(a.status.state).toBe(S.Relocating);
-    expect((await relocation.finish()).outcome).toBe(RelocationOutcome.Relocated);
+    expect((await relocation.release()).outcome).toBe(RelocationOutcome.Relocated);
   });
 
   test('§15 ChannelName select-one in Relocated: excluded from new selection; its infrastructure connections are kept', async () => {
-    const relocation = await holdRelocating(a);
-    expect((await relocation.finish()).outcome).toBe(RelocationOutcome.Relocated);
+    const relocation = await holdSignaled(a);
+    expect((await relocation.release()).outcome).toBe(RelocationOutcome.Relocated);
     expect(a.status.state).toBe(S.Relocated);
     const runsBefore = onA.runs();
     expect(await spread(c, 'work', 60)).toEqual({ b: 60 });

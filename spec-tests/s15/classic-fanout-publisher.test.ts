@@ -4,10 +4,11 @@
  *   Relocated  — infrastructure is kept but new publish admission isn't accepted.
  *   Draining   — closes publish admission; only accepted events are processed.
  */
-import { AdmissionError, FrameworkRuntimeState, RelocationOutcome, type FanoutEventInfo, type FrameworkRuntime } from '../../runtime';
-import { CHANNEL_TYPES, closer, gate, PM, publishedState, waitingForSafePoint } from '../support/channels';
-import { settle } from '../support/hosts';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
+import { AdmissionError, FrameworkRuntimeState, RelocationOutcome, type FanoutEventInfo } from '../../runtime';
+import { CHANNEL_TYPES, gate, publishedState } from '../support/channels';
+import { closer, settle } from '../support/hosts';
+import { holdAtSafePoint, PM, thrown } from '../support/s15-states';
+import { eventually, STACKS, useStack } from '../support/stack';
 
 const S = FrameworkRuntimeState;
 
@@ -22,30 +23,14 @@ function received() {
 
 const linkedTo = (sub: { publishers(): { nodeId: string }[] }) => sub.publishers().map((p) => p.nodeId).sort();
 
-function publishRefused(host: FrameworkRuntime, publish: () => void): AdmissionError {
-  let error: unknown;
-  try {
-    publish();
-  } catch (e) {
-    error = e;
-  }
+function publishRefused(publish: () => void): AdmissionError {
+  const error = thrown(publish);
   expect(error).toBeInstanceOf(AdmissionError);
-  void host;
   return error as AdmissionError;
 }
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    stack = await makeStack(stackName);
-    closer.calls = 0;
-    closer.onCall = undefined;
-  });
-  afterEach(async () => {
-    closer.open();
-    await stack.close();
-  });
-  const host = (nodeId: string) => stack.host({ nodeId, applicationVersion: 1, types: CHANNEL_TYPES });
+  const { stack, host } = useStack(stackName, { types: CHANNEL_TYPES });
 
   test('§15 Classic fanout publisher in Relocating: no new automatic subscriber connection is created, and events still reach the existing subscribers once, in order', async () => {
     const source = await host('source');
@@ -58,9 +43,7 @@ describe.each(STACKS)('%s', (stackName) => {
     await eventually(() => linkedTo(existing).includes('source'), 5000, 'the existing subscription linked to the source');
     onSource.publish(0);
 
-    const relocation = settle(source.relocate({ mode: PM, deadlineMs: 30_000 }));
-    await eventually(() => source.status.state === S.Relocating, 5000, 'Relocating');
-    await waitingForSafePoint(source);
+    const relocating = await holdAtSafePoint(source, 'held', 30_000);
 
     // A Serving host publishes the topic too: a subscription made now links to it and not to the Relocating source.
     const onTarget = target.publisher('ticks');
@@ -78,9 +61,7 @@ describe.each(STACKS)('%s', (stackName) => {
     await eventually(() => late.from('target').length === 1, 5000, 'the new subscription gets the Serving publisher');
     expect(late.from('source')).toEqual([]);
 
-    await source.request({ spot: 'held' }, { op: 'defer' });
-    await relocation.promise;
-    expect(relocation.value?.outcome).toBe(RelocationOutcome.Relocated);
+    expect((await relocating.release()).outcome).toBe(RelocationOutcome.Relocated);
     expect(early.from('source')).toHaveLength(21); // nothing twice
   }, 60_000);
 
@@ -96,7 +77,7 @@ describe.each(STACKS)('%s', (stackName) => {
 
     const result = await source.relocate({ mode: PM, deadlineMs: 10_000 }); // no workload: Relocated/None at once
     expect(result.outcome).toBe(RelocationOutcome.Relocated);
-    const error = publishRefused(source, () => publisher.publish('late'));
+    const error = publishRefused(() => publisher.publish('late'));
     expect(error.state).toBe('Relocated');
     expect(() => source.publisher('another')).toThrow(AdmissionError);
 
@@ -133,7 +114,7 @@ describe.each(STACKS)('%s', (stackName) => {
     for (const event of accepted) publisher.publish(event);
     const shutdown = settle(source.shutdown({ deadlineMs: 20_000 }));
     expect(source.status.state).toBe(S.Draining);
-    const error = publishRefused(source, () => publisher.publish({ i: 'late' }));
+    const error = publishRefused(() => publisher.publish({ i: 'late' }));
     expect(error.state).toBe('Draining');
 
     // The drain (§14 step 3) ended before the Spot closing callback (step 4): by then every accepted event was there.

@@ -4,36 +4,27 @@
  * shows both halves: what `a` no longer admits, and that the accepted handler's reply still reaches `c`.
  */
 import { RelocationOutcome, RequestError, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-import { holdRelocating, outcome, S, serverHandler, spread, TYPES } from '../client-server/support';
+import { eventually, STACKS, useStack } from '../support/stack';
+import { outcome } from '../support/hosts';
+import { holdSignaled } from '../support/s15-states';
+import { S, servingPair, spread, TYPES, type serverHandler } from '../client-server/support';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
   let a: FrameworkRuntime;
-  let b: FrameworkRuntime;
   let c: FrameworkRuntime;
   let onA: ReturnType<typeof serverHandler>;
   let held: ReturnType<typeof outcome<unknown>>;
+  // The held handler is let go before the hosts stop.
+  const { host } = useStack(stackName, { types: TYPES }, () => onA?.release('held'));
 
   beforeEach(async () => {
-    stack = await makeStack(stackName);
-    a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: TYPES });
-    b = await stack.host({ nodeId: 'b', applicationVersion: 1, types: TYPES });
-    onA = serverHandler('a');
-    await a.serve('work', onA.handler);
-    await b.serve('work', serverHandler('b').handler);
-    c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: TYPES });
-    expect(Object.keys(await spread(c, 'work', 60)).sort()).toEqual(['a', 'b']);
+    ({ a, c, onA } = await servingPair(host));
     held = outcome(c.call('work', { hold: 'held' }, { node: 'a', timeoutMs: 20_000 }));
     await eventually(() => onA.accepted('held'), 10_000, 'a accepted the held call');
   });
-  afterEach(async () => {
-    onA.release('held');
-    await stack.close();
-  });
 
   test('§15 ClientServer server in Relocating: excluded from new selection; its accepted handler and reply route are kept', async () => {
-    const relocation = await holdRelocating(a);
+    const relocation = await holdSignaled(a);
     const runsBefore = onA.runs();
     expect(await spread(c, 'work', 60)).toEqual({ b: 60 });
     expect(onA.runs()).toBe(runsBefore);
@@ -43,12 +34,12 @@ describe.each(STACKS)('%s', (stackName) => {
     await eventually(() => held.settled > 0, 10_000, 'held reply');
     expect(held).toEqual({ settled: 1, value: 'reply while relocating' });
     expect(a.status.state).toBe(S.Relocating);
-    expect((await relocation.finish()).outcome).toBe(RelocationOutcome.Relocated);
+    expect((await relocation.release()).outcome).toBe(RelocationOutcome.Relocated);
   });
 
   test('§15 ClientServer server in Relocated: its service connection is kept (the accepted reply arrives) but it is excluded from new selection', async () => {
-    const relocation = await holdRelocating(a);
-    expect((await relocation.finish()).outcome).toBe(RelocationOutcome.Relocated);
+    const relocation = await holdSignaled(a);
+    expect((await relocation.release()).outcome).toBe(RelocationOutcome.Relocated);
     const runsBefore = onA.runs();
     expect(await spread(c, 'work', 60)).toEqual({ b: 60 });
     expect(onA.runs()).toBe(runsBefore);

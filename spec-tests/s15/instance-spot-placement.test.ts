@@ -8,29 +8,14 @@
  */
 import { RelocationOutcome, RequestError, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
 import type { ClaimRequest, LocationStore } from '../../stores/types';
-import { Gate, PROBE_TYPES, resetProbes } from '../support/close-types';
-import { customHosts, override, quietLog, storesWith } from '../no-loss/support';
-import { holdRelocating, PM, reaches, rejection } from '../support/s15-states';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
+import { Gate } from '../support/close-types';
+import { override, storesWith } from '../no-loss/support';
+import { holdRelocating, PM, probeStack, reaches, rejection } from '../support/s15-states';
+import { eventually, STACKS } from '../support/stack';
 import { settle } from '../support/hosts';
 
-const { log } = quietLog();
-
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  let hosts: ReturnType<typeof customHosts>;
-  beforeEach(async () => {
-    resetProbes();
-    stack = await makeStack(stackName);
-    hosts = customHosts(stack);
-  });
-  afterEach(async () => {
-    resetProbes();
-    await hosts.close();
-    await stack.close();
-  });
-
-  const host = (nodeId: string, stores = stack.stores) => hosts.host({ nodeId, applicationVersion: 1, types: PROBE_TYPES, stores, log });
+  const { stack, host } = probeStack(stackName);
   const ownerOf = async (id: string) => (await stack.stores.location.get({ kind: 'spot', id }))?.owner.nodeId;
 
   test('§15 Instance Spot placement in Relocating: a first message from the Relocating host is placed on a Serving node; its existing Instance Spot keeps its direct route until the seal', async () => {
@@ -77,7 +62,7 @@ describe.each(STACKS)('%s', (stackName) => {
         return real.claim(request);
       },
     });
-    const h: FrameworkRuntime = await host('draining', storesWith(stack.stores, { location: gated }));
+    const h: FrameworkRuntime = await host('draining', 1, { stores: storesWith(stack.stores, { location: gated }) });
     const activation = settle(h.request({ spot: 'accepted' }, { op: 'where' }, { timeoutMs: 20_000 }));
     await eventually(() => claim.reached === 1, 5000, 'activation claiming');
     const stopping = settle(h.shutdown({ deadlineMs: 20_000 }));

@@ -18,35 +18,23 @@ import {
   type ChannelMember,
   type Stores,
 } from '../../runtime';
-import { CHANNEL_TYPES, closer, gate, hostWithStores, log, ownerOf, PM, publishedState, waitForLog, waitingForSafePoint } from '../support/channels';
-import { settle, sleep } from '../support/hosts';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
+import { CHANNEL_TYPES, gate, log, ownerOf, publishedState, waitForLog } from '../support/channels';
+import { closer, settle, sleep } from '../support/hosts';
+import { holdAtSafePoint, PM, rejection } from '../support/s15-states';
+import { eventually, STACKS, useStack } from '../support/stack';
 
 const S = FrameworkRuntimeState;
 
 async function refusedJoin(join: Promise<unknown>, state: string): Promise<void> {
-  const error = await join.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
+  const error = await rejection(join);
   expect(error).toBeInstanceOf(AdmissionError);
   expect((error as AdmissionError).state).toBe(state);
 }
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    stack = await makeStack(stackName);
-    closer.calls = 0;
-    closer.onCall = undefined;
-  });
-  afterEach(async () => {
-    closer.open();
-    await stack.close();
-  });
-  const host = (nodeId: string) => stack.host({ nodeId, applicationVersion: 1, types: CHANNEL_TYPES });
+  const { stack, host } = useStack(stackName, { types: CHANNEL_TYPES });
   /** Another application version: never a PlannedMaintenance target, so the test knows where Spots move. */
-  const sendingHost = (nodeId: string) => stack.host({ nodeId, applicationVersion: 2, types: CHANNEL_TYPES });
+  const sendingHost = (nodeId: string) => host(nodeId, 2);
 
   test('§15 Logical Multicast in Relocating: the relocating host admits no new member, and every member — moved, still on the host, elsewhere — gets each multicast once, in order, at its current owner', async () => {
     const source = await host('source');
@@ -59,9 +47,7 @@ describe.each(STACKS)('%s', (stackName) => {
     await sender.joinChannel({ spot: 'held' }, 'room'); // from outside
     await target.joinChannel({ spot: 'remote' }, 'room');
 
-    const relocation = settle(source.relocate({ mode: PM, deadlineMs: 30_000 }));
-    await eventually(() => source.status.state === S.Relocating, 5000, 'Relocating');
-    await waitingForSafePoint(source);
+    const relocating = await holdAtSafePoint(source, 'held', 30_000);
     await eventually(async () => (await ownerOf(sender, { spot: 'moved' })) === 'target', 10_000, "'moved' owned by the target");
 
     // No new membership is admitted on the relocating host, from outside or from a handler running there.
@@ -78,9 +64,7 @@ describe.each(STACKS)('%s', (stackName) => {
     expect(await waitForLog(sender, 'held', 2)).toEqual([{ n: 1, at: 'source' }, { n: 2, at: 'source' }]);
 
     // The held Spot moves with its membership and its log; the next multicast reaches it at the target.
-    await source.request({ spot: 'held' }, { op: 'defer' });
-    await relocation.promise;
-    expect(relocation.value?.outcome).toBe(RelocationOutcome.Relocated);
+    expect((await relocating.release()).outcome).toBe(RelocationOutcome.Relocated);
     expect(await sender.multicast('room', { n: 3 })).toEqual({ targets: 3 });
     expect(await waitForLog(sender, 'held', 3)).toEqual([{ n: 1, at: 'source' }, { n: 2, at: 'source' }, { n: 3, at: 'target' }]);
     expect(await waitForLog(sender, 'moved', 3)).toEqual([{ n: 1, at: 'target' }, { n: 2, at: 'target' }, { n: 3, at: 'target' }]);
@@ -126,7 +110,7 @@ describe.each(STACKS)('%s', (stackName) => {
         },
       },
     };
-    const draining = await hostWithStores(stack, gated, { nodeId: 'draining', applicationVersion: 1, types: CHANNEL_TYPES });
+    const draining = await host('draining', 1, { stores: gated });
     try {
       const first = await host('first');
       const second = await host('second');

@@ -5,43 +5,39 @@
  * of its servers until every unit is detached (Relocated); from then on it has no local stateful owner.
  */
 import { RelocationOutcome, RequestError, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-import { closingCalls, holdRelocating, openClosing, S, serverHandler, TYPES } from '../client-server/support';
+import { STACKS, useStack } from '../support/stack';
+import { holdClosing, holdSignaled } from '../support/s15-states';
+import { S, serverHandler, TYPES } from '../client-server/support';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
+  const { host } = useStack(stackName, { types: TYPES });
   let a: FrameworkRuntime;
   let c: FrameworkRuntime;
   let onA: ReturnType<typeof serverHandler>;
 
   beforeEach(async () => {
-    stack = await makeStack(stackName);
-    a = await stack.host({ nodeId: 'a', applicationVersion: 1, types: TYPES });
+    a = await host('a');
     onA = serverHandler('a');
     await a.serve('work', onA.handler);
-    c = await stack.host({ nodeId: 'c', applicationVersion: 1, types: TYPES });
+    c = await host('c');
     expect(await c.call('work', null, { node: 'a' })).toBe('a');
-  });
-  afterEach(async () => {
-    openClosing();
-    await stack.close();
   });
 
   test('§15 Node direct application request in Relocating: the owner node keeps accepting its requests until its units are sealed (then it refuses)', async () => {
-    const relocation = await holdRelocating(a);
+    const relocation = await holdSignaled(a);
     const runsBefore = onA.runs();
     for (let i = 0; i < 5; i++) expect(await c.call('work', null, { node: 'a' })).toBe('a');
     expect(onA.runs()).toBe(runsBefore + 5);
     expect(a.status.state).toBe(S.Relocating);
     // The last unit sealed and left: no more.
-    expect((await relocation.finish()).outcome).toBe(RelocationOutcome.Relocated);
+    expect((await relocation.release()).outcome).toBe(RelocationOutcome.Relocated);
     await expect(c.call('work', null, { node: 'a' })).rejects.toMatchObject({ kind: 'unavailable' });
     expect(onA.runs()).toBe(runsBefore + 5);
   });
 
   test('§15 Node direct application request in Relocated: no local stateful owner, so a new request is not accepted', async () => {
-    const relocation = await holdRelocating(a);
-    expect((await relocation.finish()).outcome).toBe(RelocationOutcome.Relocated);
+    const relocation = await holdSignaled(a);
+    expect((await relocation.release()).outcome).toBe(RelocationOutcome.Relocated);
     const runsBefore = onA.runs();
     const refused = await c.call('work', null, { node: 'a' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RequestError);
@@ -52,17 +48,13 @@ describe.each(STACKS)('%s', (stackName) => {
 
   test('§15 Node direct application request in Draining: a new request ends with a shutdown result', async () => {
     // A Spot's HostShutdown callback holds `a` in Draining after its accepted work drained.
-    await a.createSpot('CsCloser', 'closer');
-    const before = closingCalls();
-    const stopping = a.shutdown({ deadlineMs: 20_000 });
-    await eventually(() => closingCalls() === before + 1, 10_000, 'closing callback running');
+    const stopping = await holdClosing(a);
     expect(a.status.state).toBe(S.Draining);
     const runsBefore = onA.runs();
     const refused = await c.call('work', null, { node: 'a' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(RequestError);
     expect(refused).toMatchObject({ kind: 'shutdown' });
     expect(onA.runs()).toBe(runsBefore);
-    openClosing();
-    expect(await stopping).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
+    expect(await stopping.release()).toEqual({ outcome: TerminationOutcome.Stopped, reason: TerminationReason.None });
   });
 });

@@ -15,40 +15,24 @@ import {
   RelocationReason,
   TerminationOutcome,
   TerminationReason,
-  UNIT_CHANGED,
   type RuntimeStatus,
-  type UnitEvent,
 } from '../../runtime';
-import { gate, PROBE_TYPES, ran, resetProbes } from '../support/close-types';
-import { quietLog } from '../no-loss/support';
-import { holdDraining, PM, reaches, rejection } from '../support/s15-states';
-import { settle } from '../support/hosts';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
+import { gate, ran } from '../support/close-types';
+import { holdDraining, PM, probeStack, reaches, rejection } from '../support/s15-states';
+import { settle, unitEvents } from '../support/hosts';
+import { eventually, STACKS } from '../support/stack';
 
 const S = FrameworkRuntimeState;
-const { log } = quietLog();
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    resetProbes();
-    stack = await makeStack(stackName);
-  });
-  afterEach(async () => {
-    resetProbes();
-    await stack.close();
-  });
-
-  const host = (nodeId: string, applicationVersion = 1) => stack.host({ nodeId, applicationVersion, types: PROBE_TYPES, log });
+  const { stack, host } = probeStack(stackName);
   const descriptorState = async (nodeId: string) => (await stack.stores.descriptors.list()).find((d) => d.nodeId === nodeId)?.state;
 
   test('§15 Node direct infrastructure control in Relocating: relocation replies, cutover completion and a new peer admission are accepted while units are still in flight', async () => {
     const source = await host('source');
     const target = await host('target');
-    const sourceUnits: UnitEvent[] = [];
-    const targetUnits: UnitEvent[] = [];
-    source.on(UNIT_CHANGED, (e) => void sourceUnits.push(e));
-    target.on(UNIT_CHANGED, (e) => void targetUnits.push(e));
+    const sourceUnits = unitEvents(source);
+    const targetUnits = unitEvents(target);
     await source.createActor('Probe', 'x'); // batch 2: moves while the host is Relocating
     await source.createSpot('Hall', 'hall'); // batch 3: its unit waits for the running turn
     const hallTurn = settle(source.request({ spot: 'hall' }, { op: 'hold', gate: 'hall' }, { timeoutMs: 60_000 }));

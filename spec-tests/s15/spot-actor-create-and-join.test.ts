@@ -7,26 +7,12 @@
  * (join, leave) rejects with AdmissionError naming the state, and nothing changed: no owner record for the new ids,
  * the membership in the Location Store as it was.
  */
-import { AdmissionError, RelocationOutcome, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
-import { quietLog } from '../no-loss/support';
-import { PROBE_TYPES, resetProbes } from '../support/close-types';
-import { holdDraining, holdRelocating, PM, reaches, rejection } from '../support/s15-states';
-import { makeStack, STACKS, type Stack } from '../support/stack';
-
-const { log } = quietLog();
+import { RelocationOutcome, TerminationOutcome, TerminationReason, type FrameworkRuntime } from '../../runtime';
+import { expectAdmissionRejected, holdDraining, holdRelocating, PM, probeStack, reaches } from '../support/s15-states';
+import { STACKS } from '../support/stack';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    resetProbes();
-    stack = await makeStack(stackName);
-  });
-  afterEach(async () => {
-    resetProbes();
-    await stack.close();
-  });
-
-  const host = (nodeId: string) => stack.host({ nodeId, applicationVersion: 1, types: PROBE_TYPES, log });
+  const { stack, host } = probeStack(stackName);
   const membership = async (actorId: string) => (await stack.stores.location.get({ kind: 'actor', id: actorId }))?.spot ?? null;
 
   /** A User Spot with one member, and an Actor in the Entry Spot. */
@@ -37,18 +23,13 @@ describe.each(STACKS)('%s', (stackName) => {
   }
 
   async function expectRejected(h: FrameworkRuntime, state: string): Promise<void> {
-    const calls: [string, () => Promise<void>][] = [
+    await expectAdmissionRejected(state, [
       ['createActor', () => h.createActor('Probe', 'new-actor')],
       ['createSpot', () => h.createSpot('Hall', 'new-hall')],
       ['createActor in a User Spot', () => h.createActor('Probe', 'new-member', { spot: 'hall' })],
       ['join', () => h.join('loner', 'hall')],
       ['leave', () => h.leave('member')],
-    ];
-    for (const [what, call] of calls) {
-      const error = await rejection(call());
-      expect([what, error]).toEqual([what, expect.any(AdmissionError)]);
-      expect((error as AdmissionError).state).toBe(state);
-    }
+    ]);
     for (const ref of [{ actor: 'new-actor' }, { spot: 'new-hall' }, { actor: 'new-member' }]) expect(await h.locate(ref)).toBeUndefined();
     expect(await membership('loner')).toBeNull();
     expect(await membership('member')).toBe('hall');

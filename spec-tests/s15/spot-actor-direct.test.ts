@@ -3,34 +3,21 @@
  * Relocated — "No local stateful owner, so new payload isn't accepted."; Draining — "Rejects new payload; only
  * already-accepted turns are processed." One test per cell, on both stacks, public API only.
  */
-import { RelocationOutcome, RequestError, TerminationOutcome, TerminationReason, UNIT_CHANGED, type UnitEvent } from '../../runtime';
-import { quietLog } from '../no-loss/support';
-import { gate, PROBE_TYPES, ran, resetProbes } from '../support/close-types';
-import { holdDraining, holdRelocating, PM, reaches, rejection } from '../support/s15-states';
-import { eventually, makeStack, STACKS, type Stack } from '../support/stack';
-
-const { log } = quietLog();
+import { RelocationOutcome, RequestError, TerminationOutcome, TerminationReason } from '../../runtime';
+import { gate, ran } from '../support/close-types';
+import { unitEvents } from '../support/hosts';
+import { holdDraining, holdRelocating, PM, probeStack, reaches, rejection } from '../support/s15-states';
+import { eventually, STACKS } from '../support/stack';
 
 describe.each(STACKS)('%s', (stackName) => {
-  let stack: Stack;
-  beforeEach(async () => {
-    resetProbes();
-    stack = await makeStack(stackName);
-  });
-  afterEach(async () => {
-    resetProbes();
-    await stack.close();
-  });
-
-  const host = (nodeId: string, applicationVersion = 1) => stack.host({ nodeId, applicationVersion, types: PROBE_TYPES, log });
+  const { host } = probeStack(stackName);
   const ticks = (id: string, node: string) => ran.filter((r) => r === `tick:${id}@${node}`).length;
 
   test('§15 Spot/Actor direct in Relocating: an unsealed Spot keeps processing messages from every caller and its timers fire on the source until its seal', async () => {
     const source = await host('source');
     const target = await host('target');
     const caller = await host('caller', 2);
-    const units: UnitEvent[] = [];
-    source.on(UNIT_CHANGED, (e) => void units.push(e));
+    const units = unitEvents(source);
     await source.createSpot('Hall', 'hall');
     expect(await source.request({ spot: 'hall' }, { op: 'tick', name: 'beat', everyMs: 20 })).toBe(true);
     await reaches(caller, { spot: 'hall' }, 'source');

@@ -1,21 +1,9 @@
 /**
  * Objects and helpers for the Classic fanout and Logical Multicast contract tests (both stacks, public API only).
  */
-import {
-  createRuntime,
-  defineSpot,
-  preserveState,
-  RelocationMode,
-  type FrameworkRuntime,
-  type ObjectRef,
-  type RuntimeOptions,
-  type Stores,
-} from '../../runtime';
-import { eventually, FAST_TIMING, type Stack } from './stack';
-
-export const PM = RelocationMode.PlannedMaintenance;
-
-const json = <T>() => preserveState<T>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString('utf8')) as T });
+import { defineSpot, type FrameworkRuntime, type ObjectRef, type Stores } from '../../runtime';
+import { Closer, json } from './hosts';
+import { eventually } from './stack';
 
 /** What a member Spot records of each multicast it handled: the message and the node that ran the turn. */
 export interface Received {
@@ -47,61 +35,22 @@ function receive(state: { got: Received[] }, message: MemberMessage, ctx: { node
   }
 }
 
+/** What every member type shares: a User Spot with a preserved log of the multicasts it handled. */
+const member = { kind: 'user' as const, relocation: json<{ got: Received[] }>(), create: () => ({ got: [] as Received[] }), receive };
+
 /** A SpotWide User Spot that joins Channels from its own handler and logs every multicast it handles. */
-export const Member = defineSpot<{ got: Received[] }>({
-  type: 'Member',
-  kind: 'user',
-  relocation: json(),
-  create: () => ({ got: [] }),
-  receive,
-});
+export const Member = defineSpot<{ got: Received[] }>({ type: 'Member', ...member });
 
 /**
  * A PerActor User Spot: relocation moves its Spot lane in batch 1 (§7) without its application fields (§10.2), so
  * its log starts again on the target.
  */
-export const PerActorMember = defineSpot<{ got: Received[] }>({
-  type: 'PerActorMember',
-  kind: 'user',
-  executionMode: 'PerActor',
-  relocation: json(),
-  create: () => ({ got: [] }),
-  receive,
-});
+export const PerActorMember = defineSpot<{ got: Received[] }>({ type: 'PerActorMember', executionMode: 'PerActor', ...member });
 
 /** Like Member, but ApplicationSignaled: its unit waits in Relocating until a { op: 'defer' } turn (§7). */
-export const GateMember = defineSpot<{ got: Received[] }>({
-  type: 'GateMember',
-  kind: 'user',
-  executionMode: 'SpotWide',
-  readiness: 'ApplicationSignaled',
-  relocation: json(),
-  create: () => ({ got: [] }),
-  receive,
-});
+export const GateMember = defineSpot<{ got: Received[] }>({ type: 'GateMember', executionMode: 'SpotWide', readiness: 'ApplicationSignaled', ...member });
 
-/** A Spot whose HostShutdown closing callback waits until `closer.open()` (holds its host at §14 step 4). */
-export const closer = {
-  calls: 0,
-  onCall: undefined as (() => void) | undefined,
-  release: () => undefined as void,
-  open(): void {
-    this.release();
-  },
-};
-export const Closer = defineSpot<object>({
-  type: 'Closer',
-  kind: 'user',
-  relocation: json(),
-  create: () => ({}),
-  receive: () => 'ok',
-  onClosing: () => {
-    closer.calls++;
-    closer.onCall?.();
-    return new Promise<void>((resolve) => (closer.release = resolve));
-  },
-});
-
+/** The member Spots, and Closer (support/hosts.ts), which holds its host at §14 step 4 until `closer.open()`. */
 export const CHANNEL_TYPES = [Member, PerActorMember, GateMember, Closer];
 
 export async function log(from: FrameworkRuntime, spot: string): Promise<Received[]> {
@@ -118,11 +67,6 @@ export async function ownerOf(host: FrameworkRuntime, ref: ObjectRef): Promise<s
   return (await host.locate(ref))?.nodeId;
 }
 
-/** The unit of an ApplicationSignaled Spot waits for its safe point: the host stays Relocating until it defers. */
-export async function waitingForSafePoint(host: FrameworkRuntime): Promise<void> {
-  await eventually(() => (host.diagnostics().units.sourceByState['safePoint'] ?? 0) > 0, 10_000, 'a unit waiting for its safe point');
-}
-
 /** The mesh endpoint a host published in its descriptor (public: the stores). */
 export async function endpointOf(stores: Stores, nodeId: string, mesh = 'main'): Promise<string> {
   const d = (await stores.descriptors.list()).find((x) => x.nodeId === nodeId);
@@ -133,23 +77,6 @@ export async function endpointOf(stores: Stores, nodeId: string, mesh = 'main'):
 /** The host's state as the descriptor store shows it (what other hosts discover). */
 export async function publishedState(stores: Stores, nodeId: string): Promise<number | undefined> {
   return (await stores.descriptors.list()).find((x) => x.nodeId === nodeId)?.state;
-}
-
-/**
- * A host on the stack's transport but with `stores` of its own (e.g. a gated view of the stack's); the caller shuts
- * it down (stack.close() does not know it).
- */
-export function hostWithStores(
-  stack: Stack,
-  stores: Stores,
-  options: Omit<RuntimeOptions, 'stores' | 'meshes'>,
-): Promise<FrameworkRuntime> {
-  return createRuntime({
-    timing: FAST_TIMING,
-    ...options,
-    stores,
-    meshes: stack.name === 'redis+ws' ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }],
-  });
 }
 
 /** A promise and its resolver. */

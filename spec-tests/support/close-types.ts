@@ -4,12 +4,11 @@
  * The gates and the log are per test file (jest gives each file its own module registry); call `resetProbes()` in
  * `beforeEach`.
  */
-import { defineActor, defineSpot, preserveState, type ObjectContext, type ObjectRef } from '../../runtime';
+import { defineActor, defineSpot, type ObjectContext, type ObjectRef } from '../../runtime';
 import { Gate } from '../model/support/world';
+import { json } from './hosts';
 
 export { Gate };
-
-const json = <S>() => preserveState<S>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString('utf8')) as S });
 
 /** What ran, in order: `hold:<id>@<node>`, `held:<id>@<node>`, `closing:<id>:<reason>:<n>@<node>`, `tick:<id>@<node>`. */
 export const ran: string[] = [];
@@ -64,35 +63,26 @@ function receive(state: { n: number }, message: ProbeMessage, ctx: ObjectContext
   }
 }
 
+/** What every probe type shares: a preserved count, the handler above, and timers that log their ticks. */
+const probe = {
+  relocation: json<{ n: number }>(),
+  create: () => ({ n: 0 }),
+  receive,
+  onTimer: (_state: { n: number }, _name: string, ctx: ObjectContext<{ n: number }>) => void ran.push(`tick:${ctx.id}@${ctx.nodeId}`),
+};
+
 /** An Instance Spot (created by its first message) with a closing callback that logs its reason. */
 export const Shard = defineSpot<{ n: number }>({
   type: 'Shard',
   kind: 'instance',
-  relocation: json(),
-  create: () => ({ n: 0 }),
-  receive,
-  onTimer: (state, _name, ctx) => void ran.push(`tick:${ctx.id}@${ctx.nodeId}`),
+  ...probe,
   onClosing: (state, reason, ctx) => void ran.push(`closing:${ctx.id}:${reason}:${state.n}@${ctx.nodeId}`),
 });
 
 /** An Entry Spot Actor (relocation batch 2): holding its turn keeps a Relocate in Relocating before batch 3. */
-export const Probe = defineActor<{ n: number }>({
-  type: 'Probe',
-  relocation: json(),
-  create: () => ({ n: 0 }),
-  receive,
-  onTimer: (state, _name, ctx) => void ran.push(`tick:${ctx.id}@${ctx.nodeId}`),
-});
+export const Probe = defineActor<{ n: number }>({ type: 'Probe', ...probe });
 
 /** A SpotWide User Spot (not closable with closeSpot). */
-export const Hall = defineSpot<{ n: number }>({
-  type: 'Hall',
-  kind: 'user',
-  executionMode: 'SpotWide',
-  relocation: json(),
-  create: () => ({ n: 0 }),
-  receive,
-  onTimer: (state, _name, ctx) => void ran.push(`tick:${ctx.id}@${ctx.nodeId}`),
-});
+export const Hall = defineSpot<{ n: number }>({ type: 'Hall', kind: 'user', executionMode: 'SpotWide', ...probe });
 
 export const PROBE_TYPES = [Shard, Probe, Hall];

@@ -9,15 +9,18 @@ import {
   disableRelocation,
   memoryStores,
   preserveState,
+  UNIT_CHANGED,
   type FrameworkRuntime,
   type RuntimeOptions,
   type RuntimeStatus,
   type Stores,
+  type UnitEvent,
 } from '../../runtime';
 
 export const TIMING = { discoveryIntervalMs: 20, messageFollowDurationMs: 200, relocationCutoverWaitTimeoutMs: 100, leaseMs: 3000 };
 
-const json = <S>() => preserveState<S>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString('utf8')) as S });
+/** The relocation policy of the test types: the state preserved as JSON. */
+export const json = <S>() => preserveState<S>({ capture: (s) => Buffer.from(JSON.stringify(s)), restore: (b) => JSON.parse(b.toString('utf8')) as S });
 
 export type CounterMessage = { op: 'add'; by?: number } | { op: 'get' } | { op: 'where' } | { op: 'fail'; why: string } | { op: 'hang' };
 
@@ -52,9 +55,9 @@ export const Pinned = defineActor<{ n: number }>({
 });
 
 /**
- * A SpotWide User Spot with ApplicationSignaled readiness that never calls relocationReady().defer():
- * a relocation that includes it stays in Relocating (its unit waits for the safe point) until the deadline
- * or a Shutdown ends the operation.
+ * A SpotWide User Spot with ApplicationSignaled readiness: it calls relocationReady().defer() only on a
+ * { op: 'defer' } turn, so a relocation that includes it stays in Relocating (its unit waits for the safe point)
+ * until then, the deadline or a Shutdown ends the operation. Every turn answers { n, node }.
  */
 export const Signaled = defineSpot<{ n: number }>({
   type: 'Signaled',
@@ -63,10 +66,47 @@ export const Signaled = defineSpot<{ n: number }>({
   readiness: 'ApplicationSignaled',
   relocation: json<{ n: number }>(),
   create: () => ({ n: 0 }),
-  receive: (state, _message, ctx) => ({ n: ++state.n, node: ctx.nodeId }),
+  receive: (state, message: { op?: string } | null, ctx) => {
+    if (message?.op === 'defer') ctx.relocationReady().defer();
+    return { n: ++state.n, node: ctx.nodeId };
+  },
 });
 
 export const BASE_TYPES = [Counter, Pinned, Signaled];
+
+/**
+ * The closing callbacks of Closer Spots: how many ran, a hook each one calls, and open() to let the waiting ones
+ * finish. Per test file (jest gives each its own module registry); useStack resets it around each test.
+ */
+export const closer = {
+  calls: 0,
+  onCall: undefined as (() => void) | undefined,
+  waiting: [] as (() => void)[],
+  /** Lets every closing callback that waits now finish. */
+  open(): void {
+    for (const release of this.waiting.splice(0)) release();
+  },
+  /** Opens what waits and forgets the count and the hook. */
+  reset(): void {
+    this.open();
+    this.calls = 0;
+    this.onCall = undefined;
+  },
+};
+
+/** A User Spot whose HostShutdown closing callback waits until `closer.open()`: it holds its host at §14 step 4, after the drain. */
+export const Closer = defineSpot<object>({
+  type: 'Closer',
+  kind: 'user',
+  relocation: json(),
+  create: () => ({}),
+  receive: () => 'ok',
+  onClosing: () => {
+    closer.calls++;
+    closer.onCall?.();
+    return new Promise<void>((resolve) => void closer.waiting.push(resolve));
+  },
+});
 
 export interface HostSet {
   readonly stores: Stores;
@@ -122,6 +162,29 @@ export function recordStatuses(host: FrameworkRuntime): { values: RuntimeStatus[
     states: () => values.map((v) => v.state).filter((s, i, all) => i === 0 || all[i - 1] !== s),
     stop: () => controller.abort(),
   };
+}
+
+/** Records every unit event of the host from now on. */
+export function unitEvents(host: FrameworkRuntime): UnitEvent[] {
+  const events: UnitEvent[] = [];
+  host.on(UNIT_CHANGED, (e) => void events.push(e));
+  return events;
+}
+
+/** Records how a promise ended, and how often (a promise settles once; this also shows it did at all). */
+export function outcome<T>(p: Promise<T>) {
+  const r: { settled: number; value?: T; error?: unknown } = { settled: 0 };
+  p.then(
+    (value) => {
+      r.settled++;
+      r.value = value;
+    },
+    (error: unknown) => {
+      r.settled++;
+      r.error = error;
+    },
+  );
+  return r;
 }
 
 /** Captures a settled promise's outcome without letting a rejection go unhandled. */

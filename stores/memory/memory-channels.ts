@@ -3,6 +3,9 @@ import type { ChannelMember, ChannelStore } from '../types';
 import { channelMemberSchema, channelSchema, opIdSchema, parse, spotIdSchema } from '../validation';
 import type { OpLog } from './op-log';
 
+/** The op log key prefix of each call. */
+const OP_KEY = { join: 'cj', leave: 'cl' } as const;
+
 export class MemoryChannelStore implements ChannelStore {
   /** channel → spot id → type ('' when the member named none). */
   private readonly channels = new Map<string, Map<string, string>>();
@@ -12,26 +15,24 @@ export class MemoryChannelStore implements ChannelStore {
   async join(channel: string, member: ChannelMember, opId: string): Promise<boolean> {
     const name = parse(channelSchema, channel, 'channels.join channel');
     const value = parse(channelMemberSchema, member, 'channels.join member');
-    parse(opIdSchema, opId, 'channels.join opId');
-    const prior = this.ops.recorded<boolean>(`cj:${opId}`);
-    if (prior !== undefined) return prior;
-    let members = this.channels.get(name);
-    if (!members) this.channels.set(name, (members = new Map()));
-    const added = !members.has(value.spot);
-    members.set(value.spot, value.type ?? '');
-    return this.ops.record(`cj:${opId}`, added);
+    return this.once('join', opId, () => {
+      let members = this.channels.get(name);
+      if (!members) this.channels.set(name, (members = new Map()));
+      const added = !members.has(value.spot);
+      members.set(value.spot, value.type ?? '');
+      return added;
+    });
   }
 
   async leave(channel: string, spot: string, opId: string): Promise<boolean> {
     const name = parse(channelSchema, channel, 'channels.leave channel');
     const id = parse(spotIdSchema, spot, 'channels.leave spot');
-    parse(opIdSchema, opId, 'channels.leave opId');
-    const prior = this.ops.recorded<boolean>(`cl:${opId}`);
-    if (prior !== undefined) return prior;
-    const members = this.channels.get(name);
-    const removed = members?.delete(id) ?? false;
-    if (members?.size === 0) this.channels.delete(name);
-    return this.ops.record(`cl:${opId}`, removed);
+    return this.once('leave', opId, () => {
+      const members = this.channels.get(name);
+      const removed = members?.delete(id) ?? false;
+      if (members?.size === 0) this.channels.delete(name);
+      return removed;
+    });
   }
 
   async members(channel: string): Promise<ChannelMember[]> {
@@ -40,5 +41,13 @@ export class MemoryChannelStore implements ChannelStore {
     return [...members]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([spot, type]) => (type ? { spot, type } : { spot }));
+  }
+
+  /** Checks `opId` and applies `apply` once for it: a replay of the same call answers the recorded result. */
+  private once(call: keyof typeof OP_KEY, opId: string, apply: () => boolean): boolean {
+    parse(opIdSchema, opId, `channels.${call} opId`);
+    const key = `${OP_KEY[call]}:${opId}`;
+    const prior = this.ops.recorded<boolean>(key);
+    return prior !== undefined ? prior : this.ops.record(key, apply());
   }
 }

@@ -158,6 +158,35 @@ beforeEach(() => {
   net = new Net();
 });
 
+/** Server `a` with a gated handler on channel `slow`, and client `c`; everyone Ready. */
+async function slowPair() {
+  const a = net.add('a');
+  const c = net.add('c');
+  const { gates, handler } = gated();
+  const registration = await a.cs.serve('slow', handler);
+  net.connectAll();
+  return { a, c, gates, registration };
+}
+
+/** Server `a` of channel `work`, which client `c` knows from its descriptors but is still connecting to. */
+async function connectingPair() {
+  const a = net.add('a');
+  const c = net.add('c');
+  await a.cs.serve('work', () => 'a');
+  net.discover();
+  c.peers.set('a', 'Connecting');
+  return { a, c };
+}
+
+/** Each call with these arguments fails with an ArgumentError naming the field. */
+async function expectArgumentErrors(call: (...args: unknown[]) => Promise<unknown>, cases: [unknown[], string][]): Promise<void> {
+  for (const [args, field] of cases) {
+    const error = await call(...args).catch((e: unknown) => e);
+    expect([args, error]).toEqual([args, expect.any(ArgumentError)]);
+    expect([args, (error as ArgumentError).field]).toEqual([args, field]);
+  }
+}
+
 describe('select-one', () => {
   test('spreads calls by weight (seeded random source)', async () => {
     const a = net.add('a');
@@ -233,11 +262,7 @@ describe('select-one', () => {
   });
 
   test('a known server that is not connected yet: the call waits for it, then goes', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    await a.cs.serve('work', () => 'a');
-    net.discover();
-    c.peers.set('a', 'Connecting');
+    const { a, c } = await connectingPair();
     a.peers.set('c', 'Ready');
     const call = settled(c.cs.call('work', null));
     await flush();
@@ -249,11 +274,7 @@ describe('select-one', () => {
   });
 
   test('a known server that never connects: unavailable after the connect wait', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    await a.cs.serve('work', () => 'a');
-    net.discover();
-    c.peers.set('a', 'Connecting');
+    const { c } = await connectingPair();
     const call = settled(c.cs.call('work', null, { timeoutMs: 10_000 }));
     await flush();
     net.clock.increment(CONNECT_WAIT_MS - 1);
@@ -320,11 +341,7 @@ describe('every call ends exactly once', () => {
   });
 
   test('timeout on the simulated clock; the handler is told through its signal; its late reply is dropped', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    const { gates, handler } = gated();
-    await a.cs.serve('slow', handler);
-    net.connectAll();
+    const { a, c, gates } = await slowPair();
     const call = settled(c.cs.call('slow', null, { timeoutMs: 500 }));
     await flush();
     expect(gates).toHaveLength(1);
@@ -343,11 +360,7 @@ describe('every call ends exactly once', () => {
   });
 
   test('caller abort ends only its wait with AbortError', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    const { gates, handler } = gated();
-    await a.cs.serve('slow', handler);
-    net.connectAll();
+    const { c, gates } = await slowPair();
     const controller = new AbortController();
     const call = settled(c.cs.call('slow', null, { signal: controller.signal }));
     await flush();
@@ -362,11 +375,7 @@ describe('every call ends exactly once', () => {
   });
 
   test('connection loss ends the call unavailable; the server handler is told', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    const { gates, handler } = gated();
-    await a.cs.serve('slow', handler);
-    net.connectAll();
+    const { a, c, gates } = await slowPair();
     const call = settled(c.cs.call('slow', null));
     await flush();
     c.cs.onConnectionLost(a.ref);
@@ -377,11 +386,7 @@ describe('every call ends exactly once', () => {
   });
 
   test('server shutdown mid-handler: drain waits, and at the deadline the caller gets shutdown once; the late reply is never sent', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    const { gates, handler } = gated();
-    await a.cs.serve('slow', handler);
-    net.connectAll();
+    const { a, c, gates } = await slowPair();
     const first = settled(c.cs.call('slow', 'first'));
     const second = settled(c.cs.call('slow', 'second'));
     await flush();
@@ -408,11 +413,7 @@ describe('every call ends exactly once', () => {
   });
 
   test('the calling host drains its own submitted calls, and ends what is left with shutdown at close', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    const { gates, handler } = gated();
-    await a.cs.serve('slow', handler);
-    net.connectAll();
+    const { a, c, gates } = await slowPair();
     const call = settled(c.cs.call('slow', null));
     await flush();
     net.setState(c, S.Draining);
@@ -465,11 +466,7 @@ describe('registrations and arguments', () => {
       [['ok', () => 1, { wieght: 2 }], 'options.wieght'],
       [['ok', () => 1, 'heavy'], 'options'],
     ];
-    for (const [args, field] of bad) {
-      const error = await (a.cs.serve as (...x: unknown[]) => Promise<unknown>)(...args).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ArgumentError);
-      expect((error as ArgumentError).field).toBe(field);
-    }
+    await expectArgumentErrors((...args) => (a.cs.serve as (...x: unknown[]) => Promise<unknown>)(...args), bad);
     expect(a.cs.describe()).toBeUndefined();
     await a.cs.serve('ok', () => 1);
     await expect(a.cs.serve('ok', () => 2)).rejects.toMatchObject({ field: 'channel', message: expect.stringContaining('already served') });
@@ -492,20 +489,12 @@ describe('registrations and arguments', () => {
       [['work', 1, { signal: {} }], 'options.signal'],
       [['work', 1, { nodes: 'a' }], 'options.nodes'],
     ];
-    for (const [args, field] of bad) {
-      const error = await (c.cs.call as (...x: unknown[]) => Promise<unknown>)(...args).catch((e: unknown) => e);
-      expect(error).toBeInstanceOf(ArgumentError);
-      expect((error as ArgumentError).field).toBe(field);
-    }
+    await expectArgumentErrors((...args) => (c.cs.call as (...x: unknown[]) => Promise<unknown>)(...args), bad);
     expect(c.sent).toEqual([]);
   });
 
   test('closing a registration: the descriptor drops it, new calls are refused, close resolves once its accepted calls replied', async () => {
-    const a = net.add('a');
-    const c = net.add('c');
-    const { gates, handler } = gated();
-    const registration = await a.cs.serve('slow', handler);
-    net.connectAll();
+    const { a, c, gates, registration } = await slowPair();
     const accepted = settled(c.cs.call('slow', null, { node: 'a' }));
     await flush();
     const closed = settled(registration.close());

@@ -15,7 +15,7 @@ import { nodeKey } from '../../keys';
 import type { RuntimeLog } from '../../logger';
 import type { ComponentPorts } from '../component';
 import { componentOf } from '../component';
-import { FanoutComponent, type FanoutEventInfo } from './fanout';
+import { FanoutComponent, type FanoutEventInfo, type FanoutHandler } from './fanout';
 import { FANOUT_MESSAGES } from './protocol';
 import { MAX_UNACKED_EVENTS } from './publishing';
 
@@ -185,6 +185,42 @@ function collector() {
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
+/**
+ * Node `p` with a publisher of topic `t`, node `s` subscribed to `t` — with `handler`, else with the collector `c` —
+ * and one discovery round, after which the subscription is linked to `p`.
+ */
+async function linkedPair(handler?: FanoutHandler) {
+  const net = new Net();
+  const p = net.add('p');
+  const s = net.add('s');
+  const pub = p.component.publisher('t');
+  const c = collector();
+  const sub = s.component.subscribe('t', handler ?? c.handler);
+  net.discover();
+  await settle();
+  return { net, p, s, pub, c, sub };
+}
+
+/** How many links the publisher side of `node` holds. */
+const linkCount = (node: Node) => (node.component as unknown as { publishing: { linkCount: number } }).publishing.linkCount;
+
+/** A drain of `node` until `signal`, and whether it ended yet. */
+function drainOf(node: Node, signal: AbortSignal) {
+  const drain = { done: false, promise: Promise.resolve() };
+  drain.promise = node.component.drain(signal).then(() => void (drain.done = true));
+  return drain;
+}
+
+/** The error `call` throws (undefined when it returns). */
+function thrown(call: () => unknown): unknown {
+  try {
+    call();
+  } catch (e) {
+    return e;
+  }
+  return undefined;
+}
+
 describe('delivery', () => {
   test('three subscriptions (one on the publisher node) get every event once, in publish order, with the publisher named', async () => {
     const net = new Net();
@@ -236,14 +272,7 @@ describe('delivery', () => {
   });
 
   test('a connection loss with events in flight: the subscriber resumes and gets each event once, in order', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const c = collector();
-    s.component.subscribe('t', c.handler);
-    net.discover();
-    await settle();
+    const { net, p, s, pub, c } = await linkedPair();
     for (const i of range(1, 10)) pub.publish(i);
     await settle();
     for (const i of range(11, 20)) pub.publish(i); // in flight …
@@ -259,14 +288,7 @@ describe('delivery', () => {
   });
 
   test('a lost event opens a gap: the subscriber asks once to resume and drops the copies it already has', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const c = collector();
-    s.component.subscribe('t', c.handler);
-    net.discover();
-    await settle();
+    const { net, s, pub, c } = await linkedPair();
     let dropped = false;
     net.dropOnce = (_from, _to, m) => (dropped = m.t === FANOUT_MESSAGES.ev && (m as unknown as { q: number }).q === 3);
     for (const i of range(1, 8)) pub.publish(i);
@@ -278,34 +300,20 @@ describe('delivery', () => {
   });
 
   test('acknowledged events leave the outbox: drain needs nothing more once every subscriber acknowledged', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    s.component.subscribe('t', () => undefined);
-    net.discover();
-    await settle();
+    const { p, pub } = await linkedPair(() => undefined);
     for (const i of range(1, 5)) pub.publish(i);
-    const controller = new AbortController();
-    let drained = false;
-    const drain = p.component.drain(controller.signal).then(() => (drained = true));
+    const drain = drainOf(p, new AbortController().signal);
     await settle();
-    await drain;
-    expect(drained).toBe(true);
+    await drain.promise;
+    expect(drain.done).toBe(true);
   });
 
   test('a handler error is logged with the event coordinates and the next event is delivered', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
     const seen: number[] = [];
-    s.component.subscribe('t', (e) => {
+    const { s, pub } = await linkedPair((e) => {
       if (e === 2) throw new Error('boom');
       seen.push(e as number);
     });
-    net.discover();
-    await settle();
     for (const i of range(1, 3)) pub.publish(i);
     await settle();
     expect(seen).toEqual([1, 3]);
@@ -315,21 +323,15 @@ describe('delivery', () => {
   });
 
   test('an async handler runs one event at a time, in order', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
     let running = 0;
     let most = 0;
     const seen: number[] = [];
-    s.component.subscribe('t', async (e) => {
+    const { pub } = await linkedPair(async (e) => {
       most = Math.max(most, ++running);
       await turn();
       seen.push(e as number);
       running--;
     });
-    net.discover();
-    await settle();
     for (const i of range(1, 10)) pub.publish(i);
     await settle(60);
     expect(seen).toEqual(range(1, 10));
@@ -337,13 +339,7 @@ describe('delivery', () => {
   });
 
   test('a subscriber that never acknowledges loses its link past the bound, and both sides log it', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    s.component.subscribe('t', () => undefined);
-    net.discover();
-    await settle();
+    const { net, p, s, pub } = await linkedPair(() => undefined);
     net.cut(p, s);
     for (let i = 0; i < MAX_UNACKED_EVENTS; i++) pub.publish(i);
     pub.publish('one too many');
@@ -378,13 +374,7 @@ describe('publisher restart and departure', () => {
   });
 
   test('a run whose descriptor is gone is dropped after two snapshots (one snapshot may be older than the link)', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    p.component.publisher('t');
-    const sub = s.component.subscribe('t', () => undefined);
-    net.discover();
-    await settle();
+    const { net, p, sub } = await linkedPair(() => undefined);
     expect(sub.publishers()).toEqual([p.ref]);
     p.listed = false;
     net.discover();
@@ -394,14 +384,7 @@ describe('publisher restart and departure', () => {
   });
 
   test('a publisher run missing from two snapshots and then back: a new link (new id) carries on; the old one the publisher still held is ended', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const c = collector();
-    const sub = s.component.subscribe('t', c.handler);
-    net.discover();
-    await settle();
+    const { net, p, pub, c, sub } = await linkedPair();
     pub.publish(1);
     await settle();
     p.listed = false; // e.g. its lease renewal was late: the subscriber drops the link (it cannot tell p to end it)
@@ -417,23 +400,16 @@ describe('publisher restart and departure', () => {
     for (const i of [3, 4, 5]) pub.publish(i);
     await settle();
     expect(c.events).toEqual([1, 3, 4, 5]);
-    const links = (p.component as unknown as { publishing: { linkCount: number } }).publishing.linkCount;
-    expect(links).toBe(1); // the stray link was ended when its event reached the subscriber
+    expect(linkCount(p)).toBe(1); // the stray link was ended when its event reached the subscriber
   });
 
   test('the publisher side drops links of a subscriber run that left, and a closed publisher leaves the descriptor', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    s.component.subscribe('t', () => undefined);
-    net.discover();
-    await settle();
-    expect((p.component as unknown as { publishing: { linkCount: number } }).publishing.linkCount).toBe(1);
+    const { net, p, s, pub } = await linkedPair(() => undefined);
+    expect(linkCount(p)).toBe(1);
     s.listed = false;
     net.discover();
     net.discover();
-    expect((p.component as unknown as { publishing: { linkCount: number } }).publishing.linkCount).toBe(0);
+    expect(linkCount(p)).toBe(0);
     expect(p.component.describe()).toEqual({ generation: 1, publishers: [{ topic: 't', id: pub.id }] });
     await pub.close();
     expect(p.component.describe()).toBeUndefined();
@@ -482,24 +458,12 @@ describe('§15 Classic fanout publisher admission', () => {
   });
 
   test('Relocated: links kept, publish refused with AdmissionError naming the state; a new publisher is refused too', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const sub = s.component.subscribe('t', () => undefined);
-    net.discover();
-    await settle();
+    const { net, p, pub, sub } = await linkedPair(() => undefined);
     p.state = S.Relocated;
     net.discover();
     await settle();
     expect(sub.publishers()).toEqual([p.ref]);
-    const error = (() => {
-      try {
-        pub.publish(1);
-      } catch (e) {
-        return e;
-      }
-    })();
+    const error = thrown(() => pub.publish(1));
     expect(error).toBeInstanceOf(AdmissionError);
     expect((error as AdmissionError).state).toBe('Relocated');
     expect(() => p.component.publisher('u')).toThrow(AdmissionError);
@@ -507,31 +471,22 @@ describe('§15 Classic fanout publisher admission', () => {
   });
 
   test('Draining: publish refused; drain waits until accepted events were acknowledged; close tells the subscribers', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const c = collector();
-    const sub = s.component.subscribe('t', c.handler);
-    net.discover();
-    await settle();
+    const { net, p, s, pub, c, sub } = await linkedPair();
     net.cut(p, s);
     for (const i of range(1, 3)) pub.publish(i); // accepted, held for the subscriber
     p.state = S.Draining;
     p.component.onStateChange(S.Draining);
     expect(() => pub.publish(4)).toThrow(AdmissionError);
     const controller = new AbortController();
-    let drained = false;
-    const drain = p.component.drain(controller.signal).then(() => (drained = true));
+    const drain = drainOf(p, controller.signal);
     await settle();
-    expect(drained).toBe(true); // not reachable: the drain does not wait for it …
+    expect(drain.done).toBe(true); // not reachable: the drain does not wait for it …
     net.heal(p, s);
     // … but once it is, a new drain waits for its events.
-    drained = false;
-    const second = p.component.drain(controller.signal).then(() => (drained = true));
+    const second = drainOf(p, controller.signal);
     await settle();
-    await second;
-    await drain;
+    await second.promise;
+    await drain.promise;
     expect(c.events).toEqual([1, 2, 3]);
     await p.component.close();
     await settle();
@@ -540,40 +495,26 @@ describe('§15 Classic fanout publisher admission', () => {
   });
 
   test('a drain that cannot finish ends at the deadline signal', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
     let release!: () => void;
-    s.component.subscribe('t', () => new Promise<void>((r) => (release = r)));
-    net.discover();
-    await settle();
+    const { s, pub } = await linkedPair(() => new Promise<void>((r) => (release = r)));
     pub.publish(1);
     await settle();
     s.state = S.Draining;
     s.component.onStateChange(S.Draining);
     const controller = new AbortController();
-    let drained = false;
-    const drain = s.component.drain(controller.signal).then(() => (drained = true));
+    const drain = drainOf(s, controller.signal);
     await settle();
-    expect(drained).toBe(false); // the handler of an accepted event is still running
+    expect(drain.done).toBe(false); // the handler of an accepted event is still running
     controller.abort();
-    await drain;
-    expect(drained).toBe(true);
+    await drain.promise;
+    expect(drain.done).toBe(true);
     release();
   });
 });
 
 describe('subscriber side', () => {
   test('Draining ends every link; events the publisher sent before it read that are still handled; close waits for them', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const c = collector();
-    const sub = s.component.subscribe('t', c.handler);
-    net.discover();
-    await settle();
+    const { s, pub, c, sub } = await linkedPair();
     pub.publish(1);
     s.state = S.Draining;
     s.component.onStateChange(S.Draining);
@@ -589,14 +530,7 @@ describe('subscriber side', () => {
   });
 
   test('close(): the publisher ends the link; later events are not delivered; close is idempotent', async () => {
-    const net = new Net();
-    const p = net.add('p');
-    const s = net.add('s');
-    const pub = p.component.publisher('t');
-    const c = collector();
-    const sub = s.component.subscribe('t', c.handler);
-    net.discover();
-    await settle();
+    const { p, pub, c, sub } = await linkedPair();
     pub.publish(1);
     const closing = sub.close();
     expect(sub.close()).toBe(closing);
@@ -605,7 +539,7 @@ describe('subscriber side', () => {
     pub.publish(2);
     await settle();
     expect(c.events).toEqual([1]);
-    expect((p.component as unknown as { publishing: { linkCount: number } }).publishing.linkCount).toBe(0);
+    expect(linkCount(p)).toBe(0);
   });
 
   test('bad input names the field and registers nothing', () => {
@@ -621,12 +555,7 @@ describe('subscriber side', () => {
       [() => s.component.publisher(7 as never), 'topic'],
     ];
     for (const [call, field] of cases) {
-      let error: unknown;
-      try {
-        call();
-      } catch (e) {
-        error = e;
-      }
+      const error = thrown(call);
       expect(error).toBeInstanceOf(ArgumentError);
       expect((error as ArgumentError).field).toBe(field);
     }

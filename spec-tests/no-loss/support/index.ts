@@ -7,22 +7,17 @@ import { createTransport } from '../../../transport';
 import type { RuntimeMessage, Transport, TransportFactory } from '../../../transport/types';
 import { createRuntime, type FrameworkRuntime, type RuntimeOptions, type Stores } from '../../../runtime';
 import type { LocationStore, NodeDescriptor, NodeRef } from '../../../stores/types';
-import { FAST_TIMING, type Stack } from '../../support/stack';
+import { FAST_TIMING, meshesFor, type Stack } from '../../support/stack';
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export const tick = () => new Promise<void>((r) => setImmediate(r));
-
-/** The meshes makeStack gives its hosts. */
-export function meshesOf(stack: Stack): RuntimeOptions['meshes'] {
-  return stack.name === 'redis+ws' ? [{ name: 'main', listen: { host: '127.0.0.1', port: 0 } }] : [{ name: 'main' }];
-}
 
 /** Hosts created with their own Stores object (a wrapper around the stack's); shut down by close(). */
 export function customHosts(stack: Stack) {
   const hosts: FrameworkRuntime[] = [];
   return {
     async host(options: Omit<RuntimeOptions, 'meshes'>): Promise<FrameworkRuntime> {
-      const host = await createRuntime({ timing: FAST_TIMING, meshes: meshesOf(stack), ...options });
+      const host = await createRuntime({ timing: FAST_TIMING, meshes: meshesFor(stack.name), ...options });
       hosts.push(host);
       return host;
     },
