@@ -40,6 +40,8 @@ export class RedisClient {
   private connecting: Promise<void> | undefined;
   private waiting: Promise<void> | undefined;
   private lastError: unknown;
+  /** Set at the first ready: until then a wait is bounded by connectTimeout, not commandTimeoutMs. */
+  private connectedOnce = false;
 
   constructor(readonly settings: RedisClientSettings) {
     // Every connection (the single one, or each cluster node's):
@@ -90,10 +92,15 @@ export class RedisClient {
     this.redis.on('error', (error: unknown) => {
       this.lastError = error;
     });
+    this.redis.once('ready', () => (this.connectedOnce = true));
     defineScripts(this.redis);
   }
 
-  /** Resolves when the connection is ready; rejects with StoreUnavailableError within about commandTimeoutMs. */
+  /**
+   * Resolves when the connection is ready; rejects with StoreUnavailableError within about commandTimeoutMs — or,
+   * for the very first connection, within connectTimeout (at least 1 s): a short command timeout (a deployment
+   * that wants lost replies found fast) must not fail a first connect that a loaded machine takes longer to make.
+   */
   async ready(): Promise<void> {
     if (this.redis.status === 'ready' && this.mastersReady()) return;
     if (this.redis.status === 'end') throw new StoreUnavailableError('redis store is closed');
@@ -119,7 +126,8 @@ export class RedisClient {
   private async waitReady(): Promise<void> {
     const timer = new AbortController();
     // Resolves false when the wait expires; aborted (ignored) once the wait is decided.
-    const expired = sleep(this.settings.commandTimeoutMs, false, { signal: timer.signal }).catch(() => false);
+    const waitMs = this.connectedOnce ? this.settings.commandTimeoutMs : Math.max(this.settings.commandTimeoutMs, 1000);
+    const expired = sleep(waitMs, false, { signal: timer.signal }).catch(() => false);
     try {
       if (this.redis.status !== 'ready') {
         // Not events.once: it gives up at the first 'error' event, and ioredis emits one for every failed attempt
