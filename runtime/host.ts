@@ -429,8 +429,16 @@ export class Host implements FrameworkRuntime, RelocationHost {
       transport: () => this.transport,
       onUnitEvent: (listener) => this.relocation.unitEvents.on(listener),
       sendToObject: (to, body) => this.router.sendEncoded(to, body),
-      objects: () => this.objects,
-      router: () => this.router,
+      hostedObjects: {
+        get: (key) => this.objects.get(key),
+        reply: (env, terminal) => this.router.reply(env, terminal),
+        registerExtension: (name, restore) => void this.objects.extensions.set(name, restore),
+        setSessionHandler: (handler, api) => {
+          this.objects.sessionHandler = handler;
+          this.objects.sessionsApi = api;
+        },
+      },
+      sessionEnvelope: (to, body, gen, timeoutMs) => this.router.sessionEnvelope(to, body, gen, timeoutMs),
       republish: async () => {
         const state = this.state;
         if (state === FrameworkRuntimeState.Preparing || state === FrameworkRuntimeState.Stopped || state === FrameworkRuntimeState.Error) return;

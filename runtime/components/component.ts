@@ -11,9 +11,10 @@ import type { NodeDescriptor, NodeRef, Stores } from '../../stores/types';
 import type { FrameworkRuntimeState } from '../../vocabulary';
 import type { RuntimeMessage, Transport } from '../../transport/types';
 import type { UnitEvent } from '../relocation/events';
-import type { ObjectRef } from '../context';
-import type { ObjectServer } from '../objects';
-import type { Router } from '../router';
+import type { ObjectRef, SessionsApi } from '../context';
+import type { Envelope } from '../envelope';
+import type { ObjectKey } from '../keys';
+import type { ExtensionRestorer, Hosted, Terminal } from '../objects';
 
 /** Wire prefix of component messages: `c.<component name>.<message>` (one place for it). */
 export const COMPONENT_MESSAGE_PREFIX = 'c.';
@@ -56,10 +57,25 @@ export interface ComponentPorts {
    * relocation hold and relay, Message Follow), like `host.send`. The component decided admission (§15).
    */
   sendToObject(to: ObjectRef, body: Uint8Array): void;
-  /** The Object Server: components that attach state to hosted objects (STREAM bindings move with their Actor). */
-  objects(): ObjectServer;
-  /** The router: envelopes to objects wherever they live (STREAM frames are routed like any message). */
-  router(): Router;
+  /** What a component may attach to the objects hosted here (STREAM: bindings that move with their Actor). */
+  readonly hostedObjects: ObjectHooks;
+  /**
+   * A component envelope (STREAM session envelope, `ses`) to an object wherever it lives, routed like any message
+   * (per-sender order, hold, relay, Message Follow), addressed to ObjectGeneration `gen` (0 = resolve it). With
+   * `timeoutMs` it is a request whose promise ends exactly once.
+   */
+  sessionEnvelope(to: ObjectKey, body: Uint8Array, gen: number, timeoutMs?: number): Promise<unknown> | undefined;
+}
+
+/** The Object Server hooks a component uses: its objects' turns, replies and state that moves with them. */
+export interface ObjectHooks {
+  get(key: ObjectKey): Hosted | undefined;
+  /** The terminal of a request envelope this component handled in an object's turn. */
+  reply(env: Envelope, terminal: Terminal): void;
+  /** Restores this component's ObjectExtension of an object that arrived in a unit payload. */
+  registerExtension(name: string, restore: ExtensionRestorer): void;
+  /** STREAM: runs `env.ses` envelopes in the object's turn, and is what `ctx.sessions` is. */
+  setSessionHandler(handler: (obj: Hosted, env: Envelope) => unknown, api: (hosted: Hosted) => SessionsApi): void;
 }
 
 export interface HostComponent {

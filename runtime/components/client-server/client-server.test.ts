@@ -1,8 +1,8 @@
-import assert from 'node:assert';
 /**
  * ClientServer against fake ports: a few hosts joined by an in-memory "network" whose descriptor snapshots, peer
  * states and host states the test sets by hand, and xstate's SimulatedClock for every timer (no sleeps).
  */
+import assert from 'node:assert';
 import { SimulatedClock } from '../../clock';
 import { AbortError, AdmissionError, ArgumentError, RemoteHandlerError, RequestError } from '../../errors';
 import { silentLog } from '../../logger';
@@ -86,8 +86,10 @@ class Net {
       onUnitEvent: () => () => undefined,
       republish: async () => undefined,
       sendToObject: () => undefined,
-      objects: () => assert.fail("this component does not use the Object Server"),
-      router: () => assert.fail("this component does not use the router"),
+      get hostedObjects(): never {
+        return assert.fail('this component does not use hosted objects');
+      },
+      sessionEnvelope: () => assert.fail('this component sends no session envelopes'),
     };
     (node as { cs: ClientServer }).cs = new ClientServer(ports, { primaryMesh: 'main', connectWaitMs: CONNECT_WAIT_MS, ...(options.random ? { random: options.random } : {}) });
     this.nodes.set(id, node);

@@ -1,10 +1,10 @@
-import assert from 'node:assert';
 /**
  * Classic fanout on fake ports: several FanoutComponents joined by a fake network whose connections can be cut
  * (with what was in flight lost) and healed, and whose messages can be dropped one by one. Proves per-link order
  * and once-delivery through losses, resumes and duplicates; §15 admission of the publisher per host state; §4
  * manual registrations; §14 drain and close.
  */
+import assert from 'node:assert';
 import { memoryStores } from '../../../stores/memory/memory-stores';
 import type { NodeDescriptor, NodeRef } from '../../../stores/types';
 import type { RuntimeMessage, Transport } from '../../../transport/types';
@@ -87,8 +87,10 @@ class Net {
       onUnitEvent: () => () => undefined,
       republish: async () => undefined,
       sendToObject: () => undefined,
-      objects: () => assert.fail("this component does not use the Object Server"),
-      router: () => assert.fail("this component does not use the router"),
+      get hostedObjects(): never {
+        return assert.fail('this component does not use hosted objects');
+      },
+      sessionEnvelope: () => assert.fail('this component sends no session envelopes'),
     };
     node = { ref, state: S.Serving, component: new FanoutComponent(ports, 'main'), logs, manualPeers, listed: true };
     // A newer run replaces the older one in the cluster.

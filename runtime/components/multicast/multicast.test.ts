@@ -1,9 +1,9 @@
-import assert from 'node:assert';
 /**
  * Logical Multicast on fake ports: the real memory channel store (behind a gate where a test needs a slow
  * snapshot) and a recording `sendToObject`. Proves the snapshot-at-send-time rule, per-sender order across
  * submissions whose snapshots return out of order, §15 admission per host state, §14 drain and close, bad input.
  */
+import assert from 'node:assert';
 import { memoryStores } from '../../../stores/memory/memory-stores';
 import type { ChannelMember, Stores } from '../../../stores/types';
 import { FrameworkRuntimeState } from '../../../vocabulary';
@@ -48,8 +48,10 @@ function setup() {
     onUnitEvent: () => () => undefined,
     republish: async () => undefined,
     sendToObject: (to, body) => void sent.push({ to, message: decodeValue(body) }),
-    objects: () => assert.fail("multicast does not use the Object Server"),
-    router: () => assert.fail("multicast does not use the router"),
+    get hostedObjects(): never {
+      return assert.fail('this component does not use hosted objects');
+    },
+    sessionEnvelope: () => assert.fail('this component sends no session envelopes'),
   };
   const component = new MulticastComponent(ports);
   return {

@@ -64,8 +64,7 @@ export interface SessionsComponent extends HostComponent {
 }
 
 export function createSessionsComponent(options: ResolvedRuntimeOptions, ports: ComponentPorts): SessionsComponent {
-  const objects = ports.objects();
-  const router = ports.router();
+  const objects = ports.hostedObjects;
   const config = options.sessions;
   // §11: the target may retry its owner CAS for restoreValidityMs after the cutover wait; past that (and a margin
   // for the payload on its way) a sealed session's Actor is not coming back.
@@ -88,15 +87,14 @@ export function createSessionsComponent(options: ResolvedRuntimeOptions, ports: 
     logger: ports.logger,
     state: () => ports.state(),
     toOwner,
-    reply: (env, terminal) => objects.deps.reply(env, terminal),
+    reply: (env, terminal) => objects.reply(env, terminal),
     inTurn: (hosted, fn) => hosted.lane.push({ k: 'ctl', to: hosted.key, run: fn }),
     hosted: (key) => objects.get(key),
     onUnitEvent: (listener) => ports.onUnitEvent(listener),
     sealTimeoutMs,
   });
-  objects.extensions.set(SESSIONS, actors.restore);
-  objects.sessionHandler = actors.onEnvelope;
-  objects.sessionsApi = actors.api;
+  objects.registerExtension(SESSIONS, actors.restore);
+  objects.setSessionHandler(actors.onEnvelope, actors.api);
 
   let listener: SessionListener | undefined;
   if (config) {
@@ -107,8 +105,8 @@ export function createSessionsComponent(options: ResolvedRuntimeOptions, ports: 
       clock: ports.clock,
       logger: ports.logger,
       state: () => ports.state(),
-      request: (actor, body, gen) => router.sessionEnvelope(actor, body, gen, REQUEST_TIMEOUT_MS)!,
-      post: (actor, body, gen) => void router.sessionEnvelope(actor, body, gen),
+      request: (actor, body, gen) => ports.sessionEnvelope(actor, body, gen, REQUEST_TIMEOUT_MS)!,
+      post: (actor, body, gen) => void ports.sessionEnvelope(actor, body, gen),
       otherEndpoints: () => otherEndpoints(ports.descriptors(), ports.self),
       sealTimeoutMs,
       resumeWindowMs: config.resumeWindowMs ?? DEFAULT_RESUME_WINDOW_MS,
