@@ -2,14 +2,13 @@
  * ClientServer against fake ports: a few hosts joined by an in-memory "network" whose descriptor snapshots, peer
  * states and host states the test sets by hand, and xstate's SimulatedClock for every timer (no sleeps).
  */
-import assert from 'node:assert';
+import { fakeComponentPorts } from '../test-ports';
 import { SimulatedClock } from '../../clock';
 import { AbortError, AdmissionError, ArgumentError, RemoteHandlerError, RequestError } from '../../errors';
 import { silentLog } from '../../logger';
 import { FrameworkRuntimeState } from '../../../vocabulary';
 import type { NodeDescriptor, NodeRef, Stores } from '../../../stores/types';
 import type { PeerInfo, PeerState, RuntimeMessage, Transport } from '../../../transport/types';
-import type { ComponentPorts } from '../component';
 import { ClientServer } from './client-server';
 import { CALL, CANCEL, REPLY } from './protocol';
 import { seededRandom } from './select-one';
@@ -65,9 +64,8 @@ class Net {
       },
       registerManualPeer: () => undefined,
     } as unknown as Transport;
-    const ports: ComponentPorts = {
+    const ports = fakeComponentPorts({
       self: ref,
-      nodeId: id,
       clock: this.clock,
       logger: silentLog,
       stores: { descriptors: { list: async () => net.descriptors() } } as unknown as Stores,
@@ -83,14 +81,7 @@ class Net {
       },
       isReady: (peer) => node.peers.get(peer.nodeId) === 'Ready',
       transport: () => transport,
-      onUnitEvent: () => () => undefined,
-      republish: async () => undefined,
-      sendToObject: () => undefined,
-      get hostedObjects(): never {
-        return assert.fail('this component does not use hosted objects');
-      },
-      sessionEnvelope: () => assert.fail('this component sends no session envelopes'),
-    };
+    });
     (node as { cs: ClientServer }).cs = new ClientServer(ports, { primaryMesh: 'main', connectWaitMs: CONNECT_WAIT_MS, ...(options.random ? { random: options.random } : {}) });
     this.nodes.set(id, node);
     return node;

@@ -4,16 +4,14 @@
  * and once-delivery through losses, resumes and duplicates; §15 admission of the publisher per host state; §4
  * manual registrations; §14 drain and close.
  */
-import assert from 'node:assert';
+import { fakeComponentPorts } from '../test-ports';
 import { memoryStores } from '../../../stores/memory/memory-stores';
 import type { NodeDescriptor, NodeRef } from '../../../stores/types';
 import type { RuntimeMessage, Transport } from '../../../transport/types';
 import { FrameworkRuntimeState } from '../../../vocabulary';
-import { SimulatedClock } from '../../clock';
 import { AdmissionError, ArgumentError } from '../../errors';
 import { nodeKey } from '../../keys';
 import type { RuntimeLog } from '../../logger';
-import type { ComponentPorts } from '../component';
 import { componentOf } from '../component';
 import { FanoutComponent, type FanoutEventInfo, type FanoutHandler } from './fanout';
 import { FANOUT_MESSAGES } from './protocol';
@@ -73,10 +71,8 @@ class Net {
     } as unknown as Transport;
     // eslint-disable-next-line prefer-const
     let node: Node;
-    const ports: ComponentPorts = {
+    const ports = fakeComponentPorts({
       self: ref,
-      nodeId,
-      clock: new SimulatedClock(),
       logger,
       stores: memoryStores(),
       state: () => node.state,
@@ -84,14 +80,7 @@ class Net {
       send: (peer, message) => this.send(ref, peer, message),
       isReady: (peer) => this.isUp(ref, peer),
       transport: () => transport,
-      onUnitEvent: () => () => undefined,
-      republish: async () => undefined,
-      sendToObject: () => undefined,
-      get hostedObjects(): never {
-        return assert.fail('this component does not use hosted objects');
-      },
-      sessionEnvelope: () => assert.fail('this component sends no session envelopes'),
-    };
+    });
     node = { ref, state: S.Serving, component: new FanoutComponent(ports, 'main'), logs, manualPeers, listed: true };
     // A newer run replaces the older one in the cluster.
     for (const other of this.nodes.values()) if (other.ref.nodeId === nodeId) other.listed = false;

@@ -3,16 +3,14 @@
  * snapshot) and a recording `sendToObject`. Proves the snapshot-at-send-time rule, per-sender order across
  * submissions whose snapshots return out of order, §15 admission per host state, §14 drain and close, bad input.
  */
-import assert from 'node:assert';
+import { fakeComponentPorts } from '../test-ports';
 import { memoryStores } from '../../../stores/memory/memory-stores';
 import type { ChannelMember, Stores } from '../../../stores/types';
 import { FrameworkRuntimeState } from '../../../vocabulary';
-import { SimulatedClock } from '../../clock';
 import { decodeValue } from '../../codec';
 import type { ObjectRef } from '../../context';
 import { AdmissionError, ArgumentError, RequestError } from '../../errors';
 import { silentLog } from '../../logger';
-import type { ComponentPorts } from '../component';
 import { MulticastComponent } from './multicast';
 
 const S = FrameworkRuntimeState;
@@ -34,25 +32,13 @@ function setup() {
       return snapshot;
     },
   };
-  const ports: ComponentPorts = {
+  const ports = fakeComponentPorts({
     self: { nodeId: 'n', lifecycleGeneration: 1 },
-    nodeId: 'n',
-    clock: new SimulatedClock(),
     logger: silentLog,
     stores: { ...stores, channels } as Stores,
     state: () => state,
-    descriptors: () => [],
-    send: () => false,
-    isReady: () => false,
-    transport: () => undefined,
-    onUnitEvent: () => () => undefined,
-    republish: async () => undefined,
     sendToObject: (to, body) => void sent.push({ to, message: decodeValue(body) }),
-    get hostedObjects(): never {
-      return assert.fail('this component does not use hosted objects');
-    },
-    sessionEnvelope: () => assert.fail('this component sends no session envelopes'),
-  };
+  });
   const component = new MulticastComponent(ports);
   return {
     component,
