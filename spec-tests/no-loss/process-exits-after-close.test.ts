@@ -5,10 +5,10 @@
  * itself with code 0. Proven on a real child process (support/exit-child.ts, run through support/ts-require.js
  * with the project's own TypeScript), on both stacks: memory + in-process, Redis + ws.
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Redis from 'ioredis';
+import { runExitChild, type ChildRun } from '../support/exit-child';
 import { REDIS_URL } from '../support/stack';
 
 /** Far below every default period a leaked timer would run on (leaseMs 10 s, follow 10 s, a 60 s actor timer). */
@@ -16,46 +16,8 @@ const EXIT_AFTER_CLOSE_MS = 5000;
 /** Whole child run, startup (compiling the sources) included; the child is killed past it. */
 const CHILD_BOUND_MS = 45_000;
 
-interface ChildRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  lines: Record<string, unknown>[];
-  stderr: string;
-  exitAfterCloseMs: number | undefined;
-}
-
-function runChild(keyPrefix: string): Promise<ChildRun> {
-  const support = path.join(__dirname, 'support');
-  const child = spawn(process.execPath, ['-r', path.join(support, 'ts-require.js'), path.join(support, 'exit-child.ts')], {
-    env: { ...process.env, REDIS_URL, KEY_PREFIX: keyPrefix },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Record<string, unknown>[] = [];
-  let stdout = '';
-  let stderr = '';
-  let closedAt: number | undefined;
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    for (let nl = stdout.indexOf('\n'); nl >= 0; nl = stdout.indexOf('\n')) {
-      const line = JSON.parse(stdout.slice(0, nl)) as Record<string, unknown>;
-      stdout = stdout.slice(nl + 1);
-      lines.push(line);
-      if (line['step'] === 'closed') {
-        closedAt = Date.now();
-        // Past the bound the answer is known: do not wait for the whole child bound.
-        setTimeout(() => child.kill('SIGKILL'), EXIT_AFTER_CLOSE_MS + 1000).unref();
-      }
-    }
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const kill = setTimeout(() => child.kill('SIGKILL'), CHILD_BOUND_MS);
-  return new Promise((resolve) => {
-    child.on('exit', (code, signal) => {
-      clearTimeout(kill);
-      resolve({ code, signal, lines, stderr, exitAfterCloseMs: closedAt === undefined ? undefined : Date.now() - closedAt });
-    });
-  });
-}
+const runChild = (keyPrefix: string): Promise<ChildRun> =>
+  runExitChild(path.join(__dirname, 'support', 'exit-child.ts'), keyPrefix, { exitAfterCloseMs: EXIT_AFTER_CLOSE_MS, childMs: CHILD_BOUND_MS });
 
 test('after every host is shut down and the stores are closed, the process exits by itself with code 0 (both stacks)', async () => {
   const keyPrefix = `zlink:spec:exit:${randomBytes(6).toString('hex')}:`;

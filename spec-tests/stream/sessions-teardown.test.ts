@@ -6,48 +6,19 @@
  * application callback runs after the Shutdowns returned, every client ends, and once the stores are closed the
  * process exits by itself with code 0 (no listener, socket or timer left).
  */
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import Redis from 'ioredis';
 import { TerminationOutcome, TerminationReason } from '../../runtime';
+import { runExitChild, type ChildRun } from '../support/exit-child';
 import { REDIS_URL } from '../support/stack';
 
 /** Far below every period a leaked timer would run on (lease renewal, resume window, seal timeout). */
 const EXIT_AFTER_CLOSE_MS = 5000;
 const CHILD_BOUND_MS = 60_000;
 
-function runChild(keyPrefix: string): Promise<{ code: number | null; lines: Record<string, unknown>[]; stderr: string; exitAfterCloseMs?: number }> {
-  const child = spawn(
-    process.execPath,
-    ['-r', path.join(__dirname, '..', 'no-loss', 'support', 'ts-require.js'), path.join(__dirname, 'child', 'sessions-exit-child.ts')],
-    { env: { ...process.env, REDIS_URL, KEY_PREFIX: keyPrefix }, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const lines: Record<string, unknown>[] = [];
-  let stdout = '';
-  let stderr = '';
-  let closedAt: number | undefined;
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-    for (let nl = stdout.indexOf('\n'); nl >= 0; nl = stdout.indexOf('\n')) {
-      const line = JSON.parse(stdout.slice(0, nl)) as Record<string, unknown>;
-      stdout = stdout.slice(nl + 1);
-      lines.push(line);
-      if (line['step'] === 'closed') {
-        closedAt = Date.now();
-        setTimeout(() => child.kill('SIGKILL'), EXIT_AFTER_CLOSE_MS + 1000).unref();
-      }
-    }
-  });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const kill = setTimeout(() => child.kill('SIGKILL'), CHILD_BOUND_MS);
-  return new Promise((resolve) => {
-    child.on('exit', (code) => {
-      clearTimeout(kill);
-      resolve({ code, lines, stderr, exitAfterCloseMs: closedAt === undefined ? undefined : Date.now() - closedAt });
-    });
-  });
-}
+const runChild = (keyPrefix: string): Promise<ChildRun> =>
+  runExitChild(path.join(__dirname, 'child', 'sessions-exit-child.ts'), keyPrefix, { exitAfterCloseMs: EXIT_AFTER_CLOSE_MS, childMs: CHILD_BOUND_MS });
 
 test('session endpoints tear down within bounds on both stacks (normal and past the deadline): nothing left, no late callback, the process exits', async () => {
   const keyPrefix = `zlink:spec:sessions-exit:${randomBytes(6).toString('hex')}:`;
