@@ -451,9 +451,14 @@ export class Host implements FrameworkRuntime, RelocationHost {
   private onControl(from: NodeRef, message: RuntimeMessage): void {
     const name = componentOf(message.t);
     if (name === undefined) return this.relocation.onControl(from, message);
-    const component = this.components.find((c) => c.name === name);
+    const component = this.component(name);
     if (component?.onMessage) component.onMessage(from, message);
     else this.logger.debug({ peer: from.nodeId, type: message.t }, 'component message for no component here; dropped');
+  }
+
+  /** The component of that name (every host builds all of them: runtime/components/index.ts). */
+  private component<T extends HostComponent>(name: string): T {
+    return this.components.find((c) => c.name === name) as T;
   }
 
   /** §4 topology: every manual registration (RouteMesh peers and each component's own). */
@@ -696,7 +701,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
   }
 
   get sessionEndpoint(): string | undefined {
-    return (this.components.find((c) => c.name === SESSIONS) as SessionsComponent | undefined)?.endpoint;
+    return this.component<SessionsComponent>(SESSIONS).endpoint;
   }
 
   registerManualPeer(mesh: string, endpoint: string): void {
@@ -709,7 +714,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
   // ── ClientServer (runtime/components/client-server) ─────────────────────────────────────────
 
   private get clientServer(): ClientServer {
-    return this.components.find((c) => c.name === CLIENT_SERVER) as ClientServer;
+    return this.component<ClientServer>(CLIENT_SERVER);
   }
 
   serve<Req = unknown, Rep = unknown>(channel: string, handler: ServeHandler<Req, Rep>, options?: ServeOptions): Promise<ServerRegistration> {
@@ -726,9 +731,6 @@ export class Host implements FrameworkRuntime, RelocationHost {
 
   // ── Classic fanout and Logical Multicast (runtime/components) ─────────────────────────────
 
-  private component<T extends HostComponent>(name: string): T {
-    return this.components.find((c) => c.name === name) as T;
-  }
 
   private get fanoutComponent(): FanoutComponent {
     return this.component<FanoutComponent>(FANOUT);
