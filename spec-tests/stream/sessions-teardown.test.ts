@@ -8,10 +8,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import Redis from 'ioredis';
 import { TerminationOutcome, TerminationReason } from '../../runtime';
 import { runExitChild, type ChildRun } from '../support/exit-child';
-import { REDIS_URL } from '../support/stack';
 
 /** Far below every period a leaked timer would run on (lease renewal, resume window, seal timeout). */
 const EXIT_AFTER_CLOSE_MS = 5000;
@@ -22,29 +20,19 @@ const runChild = (keyPrefix: string): Promise<ChildRun> =>
 
 test('session endpoints tear down within bounds on both stacks (normal and past the deadline): nothing left, no late callback, the process exits', async () => {
   const keyPrefix = `zlink:spec:sessions-exit:${randomBytes(6).toString('hex')}:`;
-  try {
-    const run = await runChild(keyPrefix);
-    expect(run.stderr).toBe('');
-    const released = { openConnections: 0, pendingWrites: 0, sessions: 0 };
-    const stack = (name: string) => ({
-      step: 'stack',
-      stack: name,
-      forced: { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.DeadlineExceeded, sessionsHeld: 0, after: released, client: 'closed', rawClosed: true },
-      owner: { outcome: TerminationOutcome.Stopped, held: released, client: 'closed', code: 'unavailable' },
-      actors: TerminationOutcome.Stopped,
-      forcedClientCode: 'unavailable',
-      lateCallbacks: 0,
-    });
-    expect(run.lines).toEqual([stack('memory+in-process'), stack('redis+ws'), { step: 'closed' }]);
-    expect(run.code).toBe(0);
-    expect(run.exitAfterCloseMs).toBeLessThan(EXIT_AFTER_CLOSE_MS);
-  } finally {
-    const redis = new Redis(REDIS_URL);
-    try {
-      const keys = await redis.keys(`${keyPrefix}*`);
-      if (keys.length) await redis.del(...keys);
-    } finally {
-      redis.disconnect();
-    }
-  }
+  const run = await runChild(keyPrefix);
+  expect(run.stderr).toBe('');
+  const released = { openConnections: 0, pendingWrites: 0, sessions: 0 };
+  const stack = (name: string) => ({
+    step: 'stack',
+    stack: name,
+    forced: { outcome: TerminationOutcome.ForceStopped, reason: TerminationReason.DeadlineExceeded, sessionsHeld: 0, after: released, client: 'closed', rawClosed: true },
+    owner: { outcome: TerminationOutcome.Stopped, held: released, client: 'closed', code: 'unavailable' },
+    actors: TerminationOutcome.Stopped,
+    forcedClientCode: 'unavailable',
+    lateCallbacks: 0,
+  });
+  expect(run.lines).toEqual([stack('memory+in-process'), stack('redis+ws'), { step: 'closed' }]);
+  expect(run.code).toBe(0);
+  expect(run.exitAfterCloseMs).toBeLessThan(EXIT_AFTER_CLOSE_MS);
 }, CHILD_BOUND_MS + 10_000);

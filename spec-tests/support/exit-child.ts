@@ -1,10 +1,13 @@
 /**
  * Runs a TypeScript child script (through spec-tests/no-loss/support/ts-require.js, the project's own TypeScript)
  * that prints one JSON line per step, and measures how long the process took to exit after its `closed` step: the
- * proof that nothing the runtime started keeps the event loop alive.
+ * proof that nothing the runtime started keeps the event loop alive. The Redis keys under `keyPrefix` are deleted
+ * once the child exited, whatever it did.
  */
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import Redis from 'ioredis';
+import { deleteKeys } from '../../stores/redis/delete-keys';
 import { REDIS_URL } from './stack';
 
 export interface ChildRun {
@@ -40,10 +43,18 @@ export function runExitChild(script: string, keyPrefix: string, bounds: { exitAf
   });
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const kill = setTimeout(() => child.kill('SIGKILL'), bounds.childMs);
-  return new Promise((resolve) => {
+  const run = new Promise<ChildRun>((resolve) => {
     child.on('exit', (code, signal) => {
       clearTimeout(kill);
       resolve({ code, signal, lines, stderr, exitAfterCloseMs: closedAt === undefined ? undefined : Date.now() - closedAt });
     });
+  });
+  return run.finally(async () => {
+    const redis = new Redis(REDIS_URL);
+    try {
+      await deleteKeys(redis, keyPrefix);
+    } finally {
+      redis.disconnect();
+    }
   });
 }
