@@ -63,6 +63,8 @@ export class BenchNode {
   private rssBefore = 0;
   private rssPeak = 0;
   private rssTimer: NodeJS.Timeout | undefined;
+  /** CPU time of this process from `watch` to `stats` (user + system): robust where wall clock is skewed by load. */
+  private cpuBefore: NodeJS.CpuUsage | undefined;
   private readonly s0 = new Map<string, number>();
   private readonly s1 = new Map<string, number>();
   private readonly s2 = new Map<string, number>();
@@ -167,6 +169,7 @@ export class BenchNode {
   private watch(): { rssMB: number } {
     this.watching = true;
     this.rssBefore = this.rssPeak = process.memoryUsage.rss();
+    this.cpuBefore = process.cpuUsage();
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
     this.rssTimer = setInterval(() => (this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss())), 100);
@@ -227,7 +230,9 @@ export class BenchNode {
     sortNum(s0s1);
     sortNum(s2s3);
     const summary = (xs: number[]) => ({ count: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: xs[xs.length - 1] ?? NaN });
+    const cpu = process.cpuUsage(this.cpuBefore);
     return {
+      cpuMs: (cpu.user + cpu.system) / 1000,
       rssBeforeMB: this.rssBefore / 2 ** 20,
       rssPeakMB: this.rssPeak / 2 ** 20,
       s0s1: summary(s0s1),

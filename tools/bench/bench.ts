@@ -125,6 +125,7 @@ function startTraffic(send: (a: number, q: number) => void): Traffic {
 }
 
 interface UnitStats {
+  cpuMs: number;
   rssBeforeMB: number;
   rssPeakMB: number;
   s0s1: { count: number; p50: number; p99: number; max: number };
@@ -337,6 +338,7 @@ async function main(): Promise<void> {
           cutoverSubmitFailed: ss.submitFailed,
           targetUnitsDiscarded: ts.discarded,
           runtimeLog: { source: ss.runtimeLog, target: ts.runtimeLog },
+          cpuMs: { source: round(ss.cpuMs), target: round(ts.cpuMs), oneProcess: stack === 'memory' },
           rss: {
             sourceBeforeMB: round(rss[0]!.rssMB),
             sourcePeakMB: round(ss.rssPeakMB),
@@ -412,6 +414,7 @@ type Results = {
       targetResumeS2S3: { p99: number };
       casAfterS1: { units: number; p50: number; p99: number; max: number };
       fallbacksFromUnitEvents: number;
+      cpuMs: { source: number; target: number; oneProcess: boolean };
       rss: { sourceBeforeMB: number; sourcePeakMB: number; targetBeforeMB: number; targetPeakMB: number; oneProcess: boolean };
       traffic: { sent: number; sendErrors: number; reportErrors: number };
     };
@@ -445,6 +448,13 @@ function printTable(r: Results): void {
       `${z.targetUnitsDiscarded} / source ${z.runtimeLog.source.warn}+${z.runtimeLog.source.error}, target ${z.runtimeLog.target.warn}+${z.runtimeLog.target.error}`,
     ],
     ['zlink', 'cutover-wait fallbacks', `${r.cutoverTimeouts} (OTel zlink.relocation.cutover_timeout); ${z.fallbacksFromUnitEvents} S2 events with fellBack`],
+    [
+      'zlink',
+      z.cpuMs.oneProcess ? 'CPU of the process (move + owner polls)' : 'CPU source / target (move + owner polls)',
+      z.cpuMs.oneProcess
+        ? `${z.cpuMs.source} ms (${round((z.cpuMs.source * 1000) / r.n)} µs/unit)`
+        : `${z.cpuMs.source} / ${z.cpuMs.target} ms  (${round((z.cpuMs.source * 1000) / r.n)} / ${round((z.cpuMs.target * 1000) / r.n)} µs/unit; user + system, robust to load)`,
+    ],
     [
       'zlink',
       z.rss.oneProcess ? 'peak RSS (one process)' : 'peak RSS source / target',
