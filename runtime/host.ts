@@ -205,6 +205,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
       inboundRefusal: () => this.inboundRefusal(),
       staging: (key) => this.relocation.staging(key),
       onControl: (from, message) => this.onControl(from, message),
+      beforeFollow: (to) => this.relocation.beforeFollow(to),
       connectWaitMs: Math.max(1000, options.timing.leaseMs),
       restoreValidityMs: options.timing.restoreValidityMs,
       requestDiscovery: () => void this.discover(),

@@ -58,6 +58,7 @@ function setup() {
     recordMovedTerminal: () => undefined,
     isKnownPeer: (peer) => known.has(nodeKey(peer)),
     onControl: () => undefined,
+    beforeFollow: () => undefined,
     logger: silentLog,
   };
   const router = new Router(deps);
@@ -299,6 +300,21 @@ describe('Router', () => {
     t.router.onMessage(Q, { t: 'marked', to: 'a:x' } as unknown as RuntimeMessage);
     await advance(t.clock, 20);
     expect(t.msgsTo(Q).map((e) => decodeValue(e.body))).toEqual([2]);
+  });
+
+  test('Message Follow: what relocation batched for the target (its cutovers) goes before a followed message or marker (§13)', () => {
+    const t = setup();
+    const deps = (t.router as unknown as { deps: { beforeFollow(to: NodeRef): void } }).deps;
+    deps.beforeFollow = (to) => void t.sent.push({ to, message: { t: 'r.cutovers' } });
+    t.router.setFollow('a:x', Q);
+    t.router.dispatch({ id: 'm1', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: P, seq: 1 } as Envelope, true);
+    t.router.onMessage(P, { t: 'mark', to: 'a:x', origin: P } as unknown as RuntimeMessage);
+    expect(t.sent.map((s) => [s.to.nodeId, s.message.t])).toEqual([
+      ['q', 'r.cutovers'],
+      ['q', 'msg'],
+      ['q', 'r.cutovers'],
+      ['q', 'mark'],
+    ]);
   });
 
   test('a node forwards a marker behind the messages it relays, and the holder answers the origin', () => {

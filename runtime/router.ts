@@ -79,6 +79,8 @@ export interface RouterDeps {
   isKnownPeer(peer: NodeRef): boolean;
   /** Runtime messages other than application traffic (relocation protocol). */
   onControl(from: NodeRef, message: RuntimeMessage): void;
+  /** Message Follow (§13): what the relocation batched for `to` (its units' cutovers) is sent before a followed message. */
+  beforeFollow(to: NodeRef): void;
   readonly logger: RuntimeLog;
 }
 
@@ -443,6 +445,7 @@ export class Router {
   private onMark(mark: MarkMessage): void {
     const follow = this.follows.get(mark.to);
     if (follow && !this.deps.objects.get(mark.to)) {
+      this.deps.beforeFollow(follow);
       if (this.transmit(follow, mark as unknown as RuntimeMessage)) return;
     }
     if (sameNode(mark.origin, this.deps.self)) return this.releaseMark(mark.to);
@@ -639,6 +642,7 @@ export class Router {
   private forward(to: NodeRef, env: Envelope): void {
     const hops = (env.hops ?? 0) + 1;
     if (hops > MAX_HOPS) return this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} exceeded ${MAX_HOPS} hops` });
+    this.deps.beforeFollow(to);
     if (!this.transmit(to, { t: 'msg', env: { ...env, hops } })) {
       if (sameNode(env.from, this.deps.self)) return this.reroute(env, to);
       return this.bounce(env);

@@ -44,6 +44,39 @@ describe('ControlBatcher', () => {
     for (const { message } of sent) expect(parseRelocationMessage(message)).toBeDefined();
   });
 
+  test('cutovers of one step go as one r.cutovers per target when flushed, after the prepares; each unit learns its submit', () => {
+    const { sent, transport } = recording();
+    const control = new ControlBatcher(() => transport);
+    const submitted: [string, boolean][] = [];
+    control.prepare(a, { u: 'u9', kind: 'actor', keys: ['a:9'] }, [Counter], () => undefined);
+    control.cutover(a, 'u1', (ok) => submitted.push(['u1', ok]));
+    control.cutover(a, 'u2'); // nobody listens for this unit's submit
+    control.cutover(b, 'u3', (ok) => submitted.push(['u3', ok]));
+    control.flush(a); // the step that cut them over ends: S1 is the submit (§8), no waiting for the turn's end
+    expect(sent.map((s) => [s.peer, s.message.t])).toEqual([
+      ['a', 'r.prepare'],
+      ['a', 'r.cutovers'],
+    ]);
+    expect(sent[1]!.message).toEqual({ t: 'r.cutovers', us: ['u1', 'u2'] });
+    expect(parseRelocationMessage(sent[1]!.message)).toBeDefined();
+    expect(submitted).toEqual([['u1', true]]);
+    control.flush(b);
+    expect(submitted).toEqual([
+      ['u1', true],
+      ['u3', true],
+    ]);
+  });
+
+  test('cutovers the transport did not take: each unit of that message learns it (its unit event), never a throw', () => {
+    const { transport } = recording(false, 64 * 4);
+    const control = new ControlBatcher(() => transport);
+    const submitted: string[] = [];
+    for (let i = 0; i < 40; i++) control.cutover(a, `unit-${i}`, (ok) => submitted.push(`${i}:${ok}`));
+    control.flush(a);
+    // split by the frame limit into several messages; each unit hears about the message that carried it
+    expect(submitted).toEqual(Array.from({ length: 40 }, (_, i) => `${i}:false`));
+  });
+
   test('replies of one turn go as one r.prepared and one r.ready per source, prepared first', async () => {
     const { sent, transport } = recording();
     const control = new ControlBatcher(() => transport);

@@ -5,8 +5,12 @@
  * `r.ready` (target → source). Each unit still gets its own reply, failure and timers; only the envelope is shared.
  *
  * Order per unit on the connection is kept: a batch goes out at the end of the turn (setImmediate, like the
- * parcels), in the order prepare → prepared → ready; a per-unit message that must not overtake a batched one
- * (`r.abort` after its `r.prepare`, §11; `r.fail` after a `r.prepared`) calls `flush(peer)` first.
+ * parcels), in the order prepare → prepared → ready → cutovers; a per-unit message that must not overtake a batched
+ * one (`r.abort` after its `r.prepare`, §11; `r.fail` after a `r.prepared`; a Message Follow message after its unit's
+ * cutover, §13) calls `flush(peer)` first.
+ *
+ * Cutovers (`r.cutovers`, source → target) do not wait for the end of the turn: S1 is the terminal of the cutover
+ * submit (§8), so the step that cut the units over (one `r.ready` handled) flushes them before it returns.
  *
  * One unit whose keys alone do not fit one message (a SpotWide Spot with very many members) goes on its own as
  * `r.prepareKeys` parts, sent one after the other in the same flush, so its `r.abort` still cannot overtake them;
@@ -43,6 +47,9 @@ interface Pending {
   typeIndex: Map<string, number>;
   prepared: string[];
   ready: string[];
+  cutovers: string[];
+  /** Told whether the transport took the unit's cutover (same index as `cutovers`; only units that asked). */
+  submitted: (((ok: boolean) => void) | undefined)[] | undefined;
 }
 
 /** Rough encoded size of one unit id / key in a control message (msgpack string header and the string). */
@@ -60,7 +67,7 @@ export class ControlBatcher {
   private entry(peer: NodeRef): Pending {
     const key = nodeKey(peer);
     let entry = this.pending.get(key);
-    if (!entry) this.pending.set(key, (entry = { peer, prepares: [], types: [], typeIndex: new Map(), prepared: [], ready: [] }));
+    if (!entry) this.pending.set(key, (entry = { peer, prepares: [], types: [], typeIndex: new Map(), prepared: [], ready: [], cutovers: [], submitted: undefined }));
     // setImmediate: every unit that reaches this step in this I/O turn joins the same message.
     this.scheduled ??= setImmediate(() => this.flushAll());
     return entry;
@@ -89,6 +96,16 @@ export class ControlBatcher {
   /** Target → source: the unit's payload is verified and restored — relay-ready (§13). */
   ready(source: NodeRef, u: string): void {
     this.entry(source).ready.push(u);
+  }
+
+  /**
+   * Source → target: the one-way cutover of a unit whose relay batch is empty (§13). The caller flushes at the end
+   * of its step; `submitted` learns whether the transport took the message that carried it.
+   */
+  cutover(target: NodeRef, u: string, submitted?: (ok: boolean) => void): void {
+    const entry = this.entry(target);
+    const i = entry.cutovers.push(u) - 1;
+    if (submitted) (entry.submitted ??= [])[i] = submitted;
   }
 
   /** Sends what waits for this peer now (before a per-unit message that must not overtake it). */
@@ -138,6 +155,13 @@ export class ControlBatcher {
     ] as const) {
       if (us.length === 0) continue;
       for (const part of split(us, idBytes, limit)) send({ t, us: part });
+    }
+    if (entry.cutovers.length === 0) return;
+    let at = 0;
+    for (const part of split(entry.cutovers, idBytes, limit)) {
+      const ok = send({ t: RELOCATION_MESSAGE.cutovers, us: part });
+      if (entry.submitted) for (let i = at; i < at + part.length; i++) entry.submitted[i]?.(ok);
+      at += part.length;
     }
   }
 }

@@ -51,6 +51,9 @@ interface Operation {
   readonly startedAt: number;
 }
 
+/** The relay batch of a unit cut over in an `r.cutovers` (never written). */
+const NO_RELAY: Envelope[] = [];
+
 /** Default payload estimate per object before anything of its type was captured. */
 const DEFAULT_OBJECT_BYTES = 1024;
 
@@ -474,10 +477,19 @@ export class RelocationCoordinator {
         return;
       case RELOCATION_MESSAGE.ready:
         for (const u of message.us) this.sourceFrom(from, u)?.onRelayReady();
+        // S1 is the cutover submit (§8): the units this reply cut over go now, as one `r.cutovers`.
+        return this.control.flush(from);
+      case RELOCATION_MESSAGE.cutovers:
+        for (const u of message.us) this.inbound.onCutover({ t: RELOCATION_MESSAGE.cutover, u, relay: NO_RELAY, first: true });
         return;
       case RELOCATION_MESSAGE.fail:
         return this.sourceFrom(from, message.u)?.onFail(message.reason as RelocationReason);
     }
+  }
+
+  /** Message Follow (§13): the cutovers batched for `target` go before a message that follows there. */
+  beforeFollow(target: NodeRef): void {
+    this.control.flush(target);
   }
 
   /** A reply only counts from the unit's own target. */

@@ -57,7 +57,7 @@ test('S1 opens a follow route and a retransmission copy; the copy is cleaned onc
   const t = setup();
   const { u, machineEvents } = t.unit('u1', 0, 5);
   t.clock.set(5);
-  t.window.onCutOver(u, [], true);
+  t.window.onCutOver(u, []);
   expect([t.window.followRoutes, t.window.retransmissionCopies, t.window.ended]).toEqual([1, 1, false]);
   t.clock.increment(CUTOVER_WAIT_MS);
   expect([t.window.retransmissionCopies, t.window.copiesCleaned, t.ended()]).toEqual([0, 1, 1]);
@@ -72,7 +72,7 @@ test('a reconnected target gets the relay batch and cutover again, within the wi
   const t = setup();
   const { u } = t.unit('u1', 0, 0);
   const relay = [{ id: 'm1', to: 'a:u1', gen: 1, body: new Uint8Array([1]), from: TARGET }];
-  t.window.onCutOver(u, relay, false);
+  t.window.onCutOver(u, relay);
   t.window.onPeer({ ...TARGET, state: 'Ready' } as never);
   expect(t.sent.map((m) => [m.t, m.retransmit])).toEqual([['r.cutover', true]]);
   expect(t.window.retransmissionsSent).toBe(1);
@@ -85,7 +85,7 @@ test('Shutdown cuts the routes: ROUTE_CUT, no S4; a reply wait that ends after c
   const t = setup();
   const { u, machineEvents } = t.unit('u1', 0, 0);
   const waiting = t.unit('u2', 0, 0);
-  t.window.onCutOver(u, [], true);
+  t.window.onCutOver(u, []);
   t.window.awaitReply(waiting.u);
   t.close();
   expect(machineEvents).toEqual(['ROUTE_CUT']);

@@ -112,7 +112,7 @@ export class FollowWindow implements UnitFollowWindow {
   }
 
   /** S1 reached: Message Follow and the retransmission copy start; Spots close with RelocationOut (§10.5). */
-  onCutOver(unit: SourceUnit, relay: Envelope[], _submitOk: boolean): void {
+  onCutOver(unit: SourceUnit, relay: Envelope[]): void {
     const stopped = unit.s1 - unit.s0;
     telemetry.sourceStop(stopped, { unitKind: unit.plan.kind });
     // §8: an observation-only target; exceeding it is a warning, never a failure, rollback or retry.

@@ -62,8 +62,11 @@ export interface OutboundPorts {
   send(to: NodeRef, message: RuntimeMessage): boolean;
   /** §7 payload budget toward a target; undefined when this host has no transport. */
   acquireBudget(to: NodeRef, bytes: number): Promise<BudgetLease> | undefined;
-  /** Batched per-unit control messages (`r.prepare`), flushed before a per-unit message that must not overtake them. */
-  readonly control: Pick<ControlBatcher, 'prepare' | 'flush'>;
+  /**
+   * Batched per-unit control messages (`r.prepare`, `r.cutovers`), flushed before a per-unit message that must not
+   * overtake them; the step that cut units over flushes their cutovers before it returns (S1 is the submit, §8).
+   */
+  readonly control: Pick<ControlBatcher, 'prepare' | 'cutover' | 'flush'>;
   /** Unit payloads of one tick travel as one parcel. */
   readonly parcels: Pick<ParcelSender, 'send'>;
   readonly objects: Pick<ObjectServer, 'get' | 'forget' | 'runReadyCompleted'>;

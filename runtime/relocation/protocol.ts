@@ -32,6 +32,12 @@ export const RELOCATION_MESSAGE = {
   relayPart: 'r.relay',
   /** Source → target: (the last part of) the pre-boundary relay batch and one-way cutover (also its retransmission, §13). */
   cutover: 'r.cutover',
+  /**
+   * Source → target: the one-way cutover of each unit in `us` whose pre-boundary relay batch is empty — the common
+   * case, so the units cut over in one step share one message (DESIGN "Relocation at scale"). Each entry means exactly
+   * an `r.cutover` with an empty relay batch; a retransmission (§13) still goes as the unit's own `r.cutover`.
+   */
+  cutovers: 'r.cutovers',
   /** Source → target: the unit `u` did not start (deadline, shutdown); drop the temporary queue. */
   abort: 'r.abort',
 } as const;
@@ -73,9 +79,9 @@ export interface PrepareKeysMessage {
   keys: string[];
   head?: PrepareHead;
 }
-/** `r.prepared` / `r.ready`: the same reply for each unit in `us`. */
+/** `r.prepared` / `r.ready` / `r.cutovers`: the same step for each unit in `us`. */
 export interface UnitsMessage {
-  t: typeof RELOCATION_MESSAGE.prepared | typeof RELOCATION_MESSAGE.ready;
+  t: typeof RELOCATION_MESSAGE.prepared | typeof RELOCATION_MESSAGE.ready | typeof RELOCATION_MESSAGE.cutovers;
   us: string[];
 }
 export const failSchema = z.object({
@@ -220,6 +226,7 @@ export function parseRelocationMessage(raw: unknown): RelocationMessage | undefi
     }
     case RELOCATION_MESSAGE.prepared:
     case RELOCATION_MESSAGE.ready:
+    case RELOCATION_MESSAGE.cutovers:
       return isUnitIds(m.us) ? (raw as RelocationMessage) : undefined;
     case RELOCATION_MESSAGE.abort:
       return isUnitId(m.u) ? (raw as RelocationMessage) : undefined;

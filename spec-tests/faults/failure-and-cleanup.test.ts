@@ -89,12 +89,18 @@ function fragileType(opts: { restoreThrows: boolean; ran: string[] }) {
   });
 }
 
-/** The real transport, except that the first cutover submit of the unit named by `drop.unit` fails (returns false). */
+/**
+ * The real transport, except that the first cutover submit of the unit named by `drop.unit` fails (returns false):
+ * its own `r.cutover`, or the `r.cutovers` that carries it with the other units cut over in the same step (whose
+ * submits fail with it).
+ */
 function droppingCutover(drop: { unit?: string; dropped: number }): TransportFactory {
   return (options) => {
     const inner = createTransport(options);
     const send: typeof inner.send = (peer, message) => {
-      if (message.t === 'r.cutover' && message.u === drop.unit && !message.retransmit && drop.dropped === 0) {
+      const carries =
+        (message.t === 'r.cutover' && message.u === drop.unit && !message.retransmit) || (message.t === 'r.cutovers' && (message.us as string[]).includes(drop.unit!));
+      if (carries && drop.dropped === 0) {
         drop.dropped++;
         return false;
       }

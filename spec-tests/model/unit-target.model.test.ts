@@ -6,7 +6,7 @@
  *
  * Events → stimuli:
  *   CUTOVER             the source's cutover arrives (a normal relocation)
- *   CUTOVER_WAIT_ENDED  the source's cutover submit is lost (its transport refuses `r.cutover`), and the target's
+ *   CUTOVER_WAIT_ENDED  the source's cutover submit is lost (its transport refuses `r.cutover` / `r.cutovers`), and the target's
  *                       SimulatedClock passes the cutover wait: the §13 fallback
  *   COMMITTED           the target's owner CAS applies (the real Location Store)
  *   COMMIT_FAILED       the target's Location Store answers the CAS with a conflict (another owner changed the record)
@@ -54,7 +54,7 @@ const driver: Driver<TargetWorld> = {
       nodeId: 'source',
       transportHooks: {
         // CUTOVER_WAIT_ENDED: the one-way cutover submit is lost (send answers false); the source still crosses (§13).
-        dropOutbound: (_peer, message) => has(path, 'CUTOVER_WAIT_ENDED') && message.t === 'r.cutover' && !message.retransmit,
+        dropOutbound: (_peer, message) => has(path, 'CUTOVER_WAIT_ENDED') && (message.t === 'r.cutovers' || (message.t === 'r.cutover' && !message.retransmit)),
       },
     });
     w.source.on(UNIT_CHANGED, (e) => void w.sourceEvents.push(e));

@@ -20,7 +20,7 @@ function slowCutover() {
   const factory: TransportFactory = (options) => {
     const inner = createTransport(options);
     const send: typeof inner.send = (peer, message) => {
-      if (held && message.t === 'r.cutover') {
+      if (held && (message.t === 'r.cutover' || message.t === 'r.cutovers')) {
         held.push(() => inner.send(peer, message));
         return true;
       }

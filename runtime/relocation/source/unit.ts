@@ -27,7 +27,7 @@ export interface FollowWindow {
   /** The payload reached the target: its reply is due within the wait (§8). */
   awaitReply(unit: SourceUnit): void;
   /** S1: Message Follow and the retransmission copy start (§13). */
-  onCutOver(unit: SourceUnit, relay: Envelope[], submitOk: boolean): void;
+  onCutOver(unit: SourceUnit, relay: Envelope[]): void;
 }
 
 /** Shared empty lists of units not sealed (never written: the seal makes the unit its own). */
@@ -272,7 +272,9 @@ export class SourceUnit {
 
   /** The reply wait ended: without relay-ready or a failure by now the outcome is indeterminate (§8). */
   replyWaitEnded(): void {
-    if (this.at === 'sealed') this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    if (this.at !== 'sealed') return;
+    this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    this.ports.control.flush(this.target); // S1 is the submit (§8): its cutover goes now
   }
 
   /** r.ready from the target (one entry of a batched reply, §13). */
@@ -287,10 +289,19 @@ export class SourceUnit {
 
   /** Entry of `following`: ordered relay, one-way cutover submit (S1), Message Follow from here until S4 (§8, §13). */
   relayAndCutover(): void {
-    const { clock, routes, objects } = this.ports;
+    const { clock, routes, objects, control } = this.ports;
     // Ordered relay of held messages, then the one-way cutover, as one batch (§13 retransmission unit).
-    const relay = this.hold.map(movedEnvelope);
-    const ok = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
+    const relay = this.hold.length === 0 ? NOTHING_HELD : this.hold.map(movedEnvelope);
+    let submitted: boolean | undefined;
+    if (relay.length === 0) {
+      // Nothing held (the common case): the cutover joins the step's `r.cutovers`, flushed before the step returns
+      // and before any Message Follow message to the target (router), so nothing of this unit overtakes it.
+      const listening = this.ports.unitEvents.active;
+      control.cutover(this.target, this.plan.id, listening ? (ok) => this.event('cutOver', 'S1', this.s1, { submitOk: ok }) : undefined);
+    } else {
+      control.flush(this.target);
+      submitted = relayBatchMessages(this.plan.id, relay, false).every((message) => this.send(message));
+    }
     this.s1 = clock.now(); // S1: terminal of the one-way cutover submit
     for (const o of this.objects) {
       o.hold = undefined;
@@ -302,9 +313,9 @@ export class SourceUnit {
     this.hold = NOTHING_HELD;
     this.captured = NOTHING_CAPTURED;
     this.releasePermit(this.s1 - this.s0);
-    this.window.onCutOver(this, relay, ok);
+    this.window.onCutOver(this, relay);
     // The submit result stays here (unit event, retransmission copy): either way the unit never goes back (§13).
-    this.event('cutOver', 'S1', this.s1, { submitOk: ok });
+    if (submitted !== undefined) this.event('cutOver', 'S1', this.s1, { submitOk: submitted });
   }
 
   restoreSource(): void {
