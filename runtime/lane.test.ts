@@ -98,6 +98,29 @@ test('pause on an idle lane resolves at once and holds later pushes; resume runs
   expect(lane.paused).toBe(false);
 });
 
+test('pauseThen: on an idle lane the boundary callback runs at once; during a turn, in a microtask after it ends', async () => {
+  const log: string[] = [];
+  const turn = deferred();
+  const lane = new Lane((w) => {
+    log.push(`start ${nameOf(w)}`);
+    return nameOf(w) === 'a' ? turn.promise.then(() => void log.push('end a')) : undefined;
+  });
+  lane.pauseThen(() => log.push('idle boundary'));
+  expect(log).toEqual(['idle boundary']); // synchronously: no turn was running
+  lane.resume();
+  lane.push(item('a'));
+  lane.push(item('b'));
+  lane.pauseThen(() => log.push('turn boundary'));
+  await flush();
+  expect(log).toEqual(['idle boundary', 'start a']);
+  turn.resolve();
+  await flush();
+  expect(log).toEqual(['idle boundary', 'start a', 'end a', 'turn boundary']);
+  expect(lane.length).toBe(1); // b waits while paused
+  lane.resume();
+  expect(log.at(-1)).toBe('start b');
+});
+
 test('pause during an async turn resolves only at the turn boundary, and the next item does not start', async () => {
   const log: string[] = [];
   const turn = deferred();

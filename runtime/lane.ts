@@ -77,6 +77,17 @@ export class Lane {
     return new Promise((resolve) => (this.turnEnd ??= []).push(resolve));
   }
 
+  /**
+   * pause() with a callback: `atBoundary` runs at once when no turn is running (no promise, no microtask: a
+   * relocation seals thousands of idle lanes in one step, issue [6/10]), else in a microtask after the running turn
+   * ends, as pause() resolves — never inside the lane's own bookkeeping.
+   */
+  pauseThen(atBoundary: () => void): void {
+    this.pauses++;
+    if (!this.busy) return atBoundary();
+    (this.turnEnd ??= []).push(() => queueMicrotask(atBoundary));
+  }
+
   resume(): void {
     if (this.pauses === 0) return;
     this.pauses--;

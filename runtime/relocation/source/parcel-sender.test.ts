@@ -4,6 +4,9 @@ import { decodeParcel } from '../parcel';
 import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
 
 const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };
+/** The callback API as a promise, for the tests. */
+const sendUnit = (sender: ParcelSender, u: string, bytes: Buffer, l: BudgetLease) =>
+  new Promise<void>((resolve, reject) => sender.send(target, u, bytes, l, (error) => (error ? reject(error) : resolve())));
 const lease = (released: string[], name: string): BudgetLease => ({ bytes: 10, grow: async () => undefined, release: () => void released.push(name) });
 
 describe('ParcelSender', () => {
@@ -17,7 +20,7 @@ describe('ParcelSender', () => {
     } as unknown as Transport;
     const released: string[] = [];
     const sender = new ParcelSender(() => transport);
-    await Promise.all(['u1', 'u2', 'u3'].map((u) => sender.send(target, u, Buffer.from(`state of ${u}`), lease(released, u))));
+    await Promise.all(['u1', 'u2', 'u3'].map((u) => sendUnit(sender, u, Buffer.from(`state of ${u}`), lease(released, u))));
     expect(sent).toHaveLength(1);
     expect(sent[0]!.id.startsWith(PARCEL_ID_PREFIX)).toBe(true);
     expect(decodeParcel(sent[0]!.bytes).map((u) => u.ok && [u.unit, u.payload.toString()])).toEqual([
@@ -36,7 +39,7 @@ describe('ParcelSender', () => {
       },
     } as unknown as Transport;
     const sender = new ParcelSender(() => transport);
-    const outcomes = await Promise.allSettled(['a', 'b'].map((u) => sender.send(target, u, Buffer.from(u), lease([], u))));
+    const outcomes = await Promise.allSettled(['a', 'b'].map((u) => sendUnit(sender, u, Buffer.from(u), lease([], u))));
     expect(outcomes.map((o) => o.status === 'rejected' && (o.reason as Error).name)).toEqual(['PayloadRejectedError', 'PayloadRejectedError']);
   });
 });

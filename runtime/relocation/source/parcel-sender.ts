@@ -20,8 +20,8 @@ interface Item {
   readonly unit: string;
   readonly bytes: Buffer;
   readonly lease: BudgetLease;
-  resolve(): void;
-  reject(error: Error): void;
+  /** The parcel's intake ack (no error) or its failure; a callback, not a promise per unit (issue [6/10]). */
+  readonly done: (error?: Error) => void;
 }
 
 /** One lease over the units' leases: the transport releases it once, at the intake ack or a refusal. */
@@ -44,16 +44,17 @@ export class ParcelSender {
 
   constructor(private readonly transport: () => Transport | undefined) {}
 
-  /** Resolves when the target acknowledged intake of the parcel that carried this unit (§7 budget release). */
-  send(target: NodeRef, unit: string, bytes: Buffer, lease: BudgetLease): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const key = nodeKey(target);
-      let entry = this.waiting.get(key);
-      if (!entry) this.waiting.set(key, (entry = { target, items: [] }));
-      entry.items.push({ unit, bytes, lease, resolve, reject });
-      // setImmediate: every unit that reaches its seal in this I/O turn joins the same parcel.
-      this.scheduled ??= setImmediate(() => this.flush());
-    });
+  /**
+   * `done()` once the target acknowledged intake of the parcel that carried this unit (§7 budget release), or
+   * `done(error)` when it failed (PeerUnavailableError / PayloadRejectedError: nothing of it was taken).
+   */
+  send(target: NodeRef, unit: string, bytes: Buffer, lease: BudgetLease, done: (error?: Error) => void): void {
+    const key = nodeKey(target);
+    let entry = this.waiting.get(key);
+    if (!entry) this.waiting.set(key, (entry = { target, items: [] }));
+    entry.items.push({ unit, bytes, lease, done });
+    // setImmediate: every unit that reaches its seal in this I/O turn joins the same parcel.
+    this.scheduled ??= setImmediate(() => this.flush());
   }
 
   private flush(): void {
@@ -83,12 +84,16 @@ export class ParcelSender {
       if (!transport) throw Object.assign(new Error('no transport'), { name: 'PeerUnavailableError' });
       payload = encodeParcel(items.map((i) => ({ unit: i.unit, payload: i.bytes })));
     } catch (error) {
-      for (const i of items) i.reject(error as Error);
+      for (const i of items) i.done(error as Error);
       return;
     }
     transport.sendPayload(target, `${PARCEL_ID_PREFIX}${randomUUID()}`, payload, combined(items.map((i) => i.lease))).then(
-      () => items.forEach((i) => i.resolve()),
-      (error: Error) => items.forEach((i) => i.reject(error)),
+      () => {
+        for (const i of items) i.done();
+      },
+      (error: Error) => {
+        for (const i of items) i.done(error);
+      },
     );
   }
 }

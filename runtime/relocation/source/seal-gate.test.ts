@@ -18,6 +18,21 @@ describe('SealGate', () => {
     expect(order).toEqual([1, 2, 3, 4]);
   });
 
+  test('tryAcquire takes a free permit at once, never ahead of a waiter, and never after stop', async () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 1, minWindow: 1, maxWindow: 8 });
+    expect(gate.tryAcquire()).toBe(true);
+    expect(gate.tryAcquire()).toBe(false); // the window is full
+    let waiterAdmitted = false;
+    void gate.acquire().then(() => (waiterAdmitted = true));
+    gate.release(); // the permit goes to the waiter (FIFO), not to a later tryAcquire
+    expect(gate.tryAcquire()).toBe(false);
+    await flush();
+    expect(waiterAdmitted).toBe(true);
+    gate.release();
+    gate.stop(new Error('deadline'));
+    expect(gate.tryAcquire()).toBe(false);
+  });
+
   test('grows while units stop the source under the target, halves when they do not', () => {
     const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, maxWindow: 64 });
     for (let i = 0; i < 8; i++) void gate.acquire();

@@ -64,11 +64,15 @@ export class SealGate {
    */
   acquire(): Promise<void> {
     if (this.stopped) return Promise.reject(this.stopped);
-    if (this.inFlight < this.window && this.head === this.waiters.length) {
-      this.inFlight++;
-      return Promise.resolve();
-    }
+    if (this.tryAcquire()) return Promise.resolve();
     return new Promise((resolve, reject) => void this.waiters.push({ resolve, reject }));
+  }
+
+  /** A permit now, when one is free and nobody waits for it first (FIFO); false otherwise (then `acquire`). */
+  tryAcquire(): boolean {
+    if (this.stopped || this.inFlight >= this.window || this.head !== this.waiters.length) return false;
+    this.inFlight++;
+    return true;
   }
 
   /** §8 deadline or shutdown: no unit starts its seal any more; every waiter is rejected with `reason`. */

@@ -162,14 +162,17 @@ export class SourceUnit {
 
   private awaitSafePoint(): void {
     // §8 pacing: the unit seals only when the pipeline can carry it at once; it keeps serving while it waits.
+    if (this.gate.tryAcquire()) return this.permitted();
     this.gate.acquire().then(
-      () => {
-        this.permit = true;
-        if (this.isStopped) return this.releasePermit();
-        this.awaitTurnEnd();
-      },
+      () => this.permitted(),
       () => undefined, // STOP: the machine is ending (abandon)
     );
+  }
+
+  private permitted(): void {
+    this.permit = true;
+    if (this.isStopped) return this.releasePermit();
+    this.awaitTurnEnd();
   }
 
   private releasePermit(stopMs?: number): void {
@@ -190,7 +193,8 @@ export class SourceUnit {
 
   private pauseLane(): void {
     this.paused = true;
-    void this.lane.pause().then(() => {
+    // An idle lane is at its turn boundary now: the seal follows in the same step, no promise per unit.
+    this.lane.pauseThen(() => {
       if (!this.isStopped) this.actor.send({ type: 'SAFE_POINT' });
     });
   }
@@ -223,7 +227,7 @@ export class SourceUnit {
       return void this.actor.send({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
     }
     this.ports.recordBytes(this.plan, bytes.length);
-    void this.transfer(bytes);
+    this.transfer(bytes);
   }
 
   private captureObject(o: Hosted, timers: TimerRegistration[]): CapturedObject {
@@ -246,24 +250,26 @@ export class SourceUnit {
     };
   }
 
-  private async transfer(bytes: Buffer): Promise<void> {
-    const lease = this.lease!;
-    try {
-      // §7: a sealed unit never waits for a limit. When the estimate taken before the seal was low, the payload
-      // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
-      // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
-      // Units sealed in the same tick travel as one parcel; each still has its own bytes and checksum.
-      await this.ports.parcels.send(this.target, this.plan.id, bytes, lease);
-    } catch (error) {
-      lease.release();
-      if (this.at !== 'sealed') return;
-      const name = (error as Error).name;
-      // Nothing reached the target, or it explicitly rejected the chunks: a safe abort (§11, §13).
-      if (name === 'PeerUnavailableError' || name === 'PayloadRejectedError')
-        return void this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
-      // Anything else: the target may have restored and replied; never reopen the source (§8).
-      return void this.actor.send({ type: 'REPLY_INDETERMINATE' });
-    }
+  private transfer(bytes: Buffer): void {
+    // §7: a sealed unit never waits for a limit. When the estimate taken before the seal was low, the payload
+    // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
+    // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
+    // Units sealed in the same tick travel as one parcel; each still has its own bytes and checksum.
+    this.ports.parcels.send(this.target, this.plan.id, bytes, this.lease!, (error) => (error ? this.transferFailed(error) : this.transferred()));
+  }
+
+  private transferFailed(error: Error): void {
+    this.lease!.release();
+    if (this.at !== 'sealed') return;
+    const name = error.name;
+    // Nothing reached the target, or it explicitly rejected the chunks: a safe abort (§11, §13).
+    if (name === 'PeerUnavailableError' || name === 'PayloadRejectedError') return void this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+    // Anything else: the target may have restored and replied; never reopen the source (§8).
+    this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    this.ports.control.flush(this.target); // S1 is the submit (§8): its cutover goes now
+  }
+
+  private transferred(): void {
     if (this.at !== 'sealed') return;
     // The target restores on intake and answers at once; no answer by then is indeterminate (§8). One shared
     // timer for all units (DESIGN.md "Known performance traps"), not one per unit.
