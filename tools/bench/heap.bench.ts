@@ -32,8 +32,9 @@ const mb = (): number => {
   // ZLINK_HEAP_SNAPSHOT_MID=<file>: what is live once a tenth of the units cut over (most still wait in batch 2).
   let cut = 0;
   a.on(UNIT_CHANGED, (e) => {
-    if (e.side === 'source' && e.state === 'cutOver' && ++cut === Math.ceil(N / 10) && process.env.ZLINK_HEAP_SNAPSHOT_MID)
-      console.log('mid heap snapshot', writeHeapSnapshot(process.env.ZLINK_HEAP_SNAPSHOT_MID));
+    if (e.side !== 'source' || e.state !== 'cutOver' || ++cut !== Math.ceil(N / 10)) return;
+    console.log('a tenth cut over', mb());
+    if (process.env.ZLINK_HEAP_SNAPSHOT_MID) console.log('mid heap snapshot', writeHeapSnapshot(process.env.ZLINK_HEAP_SNAPSHOT_MID));
   });
   const r = await a.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 120000 });
   console.log('relocated', r.outcome, mb());

@@ -33,6 +33,25 @@ describe('SealGate', () => {
     expect(gate.tryAcquire()).toBe(false);
   });
 
+  test('enqueue: waiters (the units themselves) are told their permits together, after the step that freed them', async () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 2, minWindow: 1, maxWindow: 8 });
+    const told: string[] = [];
+    const waiter = (name: string) => ({ permitted: () => told.push(`${name} permitted`), gateStopped: (e: Error) => told.push(`${name} ${e.message}`) });
+    expect(gate.tryAcquire()).toBe(true);
+    expect(gate.tryAcquire()).toBe(true);
+    for (const name of ['a', 'b', 'c']) gate.enqueue(waiter(name));
+    gate.release(); // no stop time: the window stays 2
+    gate.release();
+    expect(told).toEqual([]); // never inside release()
+    await flush();
+    expect(told).toEqual(['a permitted', 'b permitted']);
+    gate.stop(new Error('stopped'));
+    expect(told).toEqual(['a permitted', 'b permitted', 'c stopped']);
+    gate.enqueue(waiter('d'));
+    await flush();
+    expect(told.at(-1)).toBe('d stopped');
+  });
+
   test('grows while units stop the source under the target, halves when they do not', () => {
     const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, maxWindow: 64 });
     for (let i = 0; i < 8; i++) void gate.acquire();

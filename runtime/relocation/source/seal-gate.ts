@@ -24,16 +24,17 @@ export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs:
 /** How many times the shortest observed S0→S1 (the base latency of one unit) still counts as not queueing. */
 const BASE_LATENCY_FACTOR = 4;
 
-interface Waiter {
-  resolve(): void;
-  reject(error: Error): void;
+/** A unit waiting for its permit: told once, `permitted` or `gateStopped` (the unit itself: no allocation per waiter). */
+export interface PermitWaiter {
+  permitted(): void;
+  gateStopped(reason: Error): void;
 }
 
 export class SealGate {
   private window: number;
   private inFlight = 0;
   /** FIFO of waiting units; `head` instead of shift(), which is O(n) on 100k waiters. */
-  private waiters: Waiter[] = [];
+  private waiters: PermitWaiter[] = [];
   private head = 0;
   /** Completions seen since the window last changed (a change waits for a window's worth of evidence). */
   private seen = 0;
@@ -65,7 +66,20 @@ export class SealGate {
   acquire(): Promise<void> {
     if (this.stopped) return Promise.reject(this.stopped);
     if (this.tryAcquire()) return Promise.resolve();
-    return new Promise((resolve, reject) => void this.waiters.push({ resolve, reject }));
+    return new Promise((resolve, reject) => void this.waiters.push({ permitted: resolve, gateStopped: reject }));
+  }
+
+  /**
+   * Waits in FIFO order for a permit (after a `tryAcquire` that failed): `waiter.permitted()` runs when it is
+   * granted, `waiter.gateStopped(reason)` when the gate stops first. Always later, never inside this call.
+   */
+  enqueue(waiter: PermitWaiter): void {
+    if (this.stopped) {
+      const reason = this.stopped;
+      return void queueMicrotask(() => waiter.gateStopped(reason));
+    }
+    this.waiters.push(waiter);
+    this.admit();
   }
 
   /** A permit now, when one is free and nobody waits for it first (FIFO); false otherwise (then `acquire`). */
@@ -82,7 +96,7 @@ export class SealGate {
     const waiting = this.waiters.slice(this.head);
     this.waiters = [];
     this.head = 0;
-    for (const waiter of waiting) waiter.reject(reason);
+    for (const waiter of waiting) waiter.gateStopped(reason);
   }
 
   /**
@@ -113,11 +127,14 @@ export class SealGate {
     }
   }
 
+  /** Permits granted and not told yet: told together in one microtask (after the step that freed them). */
+  private granted: PermitWaiter[] = [];
+
   private admit(): void {
     while (this.inFlight < this.window && this.head < this.waiters.length) {
       const waiter = this.waiters[this.head++]!;
       this.inFlight++;
-      waiter.resolve();
+      if (this.granted.push(waiter) === 1) queueMicrotask(() => this.tellGranted());
     }
     if (this.head === this.waiters.length) {
       this.waiters = [];
@@ -126,5 +143,11 @@ export class SealGate {
       this.waiters = this.waiters.slice(this.head);
       this.head = 0;
     }
+  }
+
+  private tellGranted(): void {
+    const granted = this.granted;
+    this.granted = [];
+    for (const waiter of granted) waiter.permitted();
   }
 }

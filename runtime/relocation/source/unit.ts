@@ -163,13 +163,14 @@ export class SourceUnit {
   private awaitSafePoint(): void {
     // §8 pacing: the unit seals only when the pipeline can carry it at once; it keeps serving while it waits.
     if (this.gate.tryAcquire()) return this.permitted();
-    this.gate.acquire().then(
-      () => this.permitted(),
-      () => undefined, // STOP: the machine is ending (abandon)
-    );
+    this.gate.enqueue(this);
   }
 
-  private permitted(): void {
+  /** The gate stopped (deadline, shutdown) before this unit's permit: the machine is ending (abandon). */
+  gateStopped(): void {}
+
+  /** The seal permit is this unit's (SealGate waiter). */
+  permitted(): void {
     this.permit = true;
     if (this.isStopped) return this.releasePermit();
     this.awaitTurnEnd();
