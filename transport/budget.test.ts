@@ -15,6 +15,27 @@ describe('PayloadBudget', () => {
     expect(b.inUse).toBe(0);
   });
 
+  it('tryAcquire: a lease at once when the bytes fit and nobody waits ahead; never ahead of a waiter; none after close', async () => {
+    const b = new PayloadBudget(100);
+    const first = b.tryAcquire(60)!;
+    expect([first.bytes, b.inUse]).toEqual([60, 60]);
+    expect(b.tryAcquire(50)).toBeUndefined(); // does not fit
+    let waiterGranted = false;
+    const waiter = b.acquire(50).then((l) => ((waiterGranted = true), l));
+    expect(b.tryAcquire(10)).toBeUndefined(); // fits, but a waiter is ahead (FIFO)
+    first.release();
+    const lease = await waiter;
+    expect(waiterGranted).toBe(true);
+    expect(b.tryAcquire(1000)).toBeUndefined(); // charged at the capacity: waits for an empty budget
+    lease.release();
+    const whole = b.tryAcquire(1000)!;
+    expect([whole.bytes, b.inUse]).toEqual([1000, 100]);
+    whole.release();
+    b.close(() => new Error('closed'));
+    expect(b.tryAcquire(1)).toBeUndefined();
+    expect(() => b.tryAcquire(-1)).toThrow(RangeError);
+  });
+
   it('grow is served before fresh acquisitions; release rejects a pending grow', async () => {
     const b = new PayloadBudget(100);
     const l1 = await b.acquire(60);

@@ -72,6 +72,20 @@ export class PayloadBudget {
     return this.enqueue(this.acquires, lease, Math.min(bytes, this.capacity), bytes, signal, 'acquireBudget').then(() => lease);
   }
 
+  /**
+   * A lease at once when the bytes fit and nobody waits ahead (FIFO holds), else undefined (then `acquire`). No
+   * promise: a relocation asks for budget for every unit of a batch in one step (issue [6/10]).
+   */
+  tryAcquire(bytes: number): BudgetLease | undefined {
+    checkBytes(bytes, 'tryAcquireBudget(bytes)');
+    const charge = Math.min(bytes, this.capacity);
+    if (this.closedWith || this.grows.length > 0 || this.acquires.length > 0 || this.used + charge > this.capacity) return undefined;
+    const lease = new Lease(this, bytes);
+    this.used += charge;
+    lease.charged = charge;
+    return lease;
+  }
+
   grow(lease: Lease, extra: number, signal?: AbortSignal): Promise<void> {
     if (lease.released) return Promise.reject(new Error('BudgetLease.grow: the lease was already released'));
     const requested = lease.bytes + extra;

@@ -181,10 +181,18 @@ export class MeshTransport implements Transport {
 
   acquireBudget(peer: NodeRef, bytes: number, signal?: AbortSignal): Promise<BudgetLease> {
     if (this.closing) return Promise.reject(new TransportClosedError('acquireBudget'));
+    return this.budgetFor(peer).acquire(bytes, signal);
+  }
+
+  tryAcquireBudget(peer: NodeRef, bytes: number): BudgetLease | undefined {
+    return this.closing ? undefined : this.budgetFor(peer).tryAcquire(bytes);
+  }
+
+  private budgetFor(peer: NodeRef): PayloadBudget {
     const key = refKey(peer);
     let budget = this.budgets.get(key);
     if (!budget) this.budgets.set(key, (budget = new PayloadBudget(this.budgetBytes)));
-    return budget.acquire(bytes, signal);
+    return budget;
   }
 
   async sendPayload(peer: NodeRef, payloadId: string, bytes: Buffer, lease: BudgetLease, signal?: AbortSignal): Promise<void> {

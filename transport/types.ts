@@ -130,6 +130,11 @@ export interface Transport {
   readonly maxFrameBytes?: number;
   /** Waits for budget before the caller seals anything (§7). */
   acquireBudget(peer: NodeRef, bytes: number, signal?: AbortSignal): Promise<BudgetLease>;
+  /**
+   * A lease now when the budget toward `peer` has room and nobody waits ahead of the caller; undefined otherwise
+   * (then `acquireBudget`). Optional so other implementations stay valid.
+   */
+  tryAcquireBudget?(peer: NodeRef, bytes: number): BudgetLease | undefined;
   /** Chunked sha256-checked transfer charged to `lease`; resolves when the target acknowledged intake. */
   sendPayload(peer: NodeRef, payloadId: string, bytes: Buffer, lease: BudgetLease, signal?: AbortSignal): Promise<void>;
   /** §14 step 1: no Hello sent, none answered with Admit; admitted peers get only the Draining update. */

@@ -115,6 +115,7 @@ export class RelocationCoordinator {
       logger: host.logger,
       send: (to, message) => host.transport?.send(to, message) ?? false,
       acquireBudget: (to, bytes) => host.transport?.acquireBudget(to, bytes),
+      tryAcquireBudget: (to, bytes) => host.transport?.tryAcquireBudget?.(to, bytes),
       control: this.control,
       parcels: this.parcels,
       objects: host.objects,

@@ -62,6 +62,8 @@ export interface OutboundPorts {
   send(to: NodeRef, message: RuntimeMessage): boolean;
   /** §7 payload budget toward a target; undefined when this host has no transport. */
   acquireBudget(to: NodeRef, bytes: number): Promise<BudgetLease> | undefined;
+  /** The same budget at once when it has room and nobody waits ahead (FIFO); undefined otherwise. */
+  tryAcquireBudget(to: NodeRef, bytes: number): BudgetLease | undefined;
   /**
    * Batched per-unit control messages (`r.prepare`, `r.cutovers`), flushed before a per-unit message that must not
    * overtake them; the step that cut units over flushes their cutovers before it returns (S1 is the submit, §8).

@@ -115,7 +115,13 @@ export class SourceUnit {
   }
 
   private acquireBudget(): void {
-    const budget = this.ports.acquireBudget(this.target, this.ports.estimateBytes(this.plan));
+    const bytes = this.ports.estimateBytes(this.plan);
+    const now = this.ports.tryAcquireBudget(this.target, bytes);
+    if (now) {
+      this.lease = now;
+      return this.prepareTarget();
+    }
+    const budget = this.ports.acquireBudget(this.target, bytes);
     if (!budget) return void this.actor.send({ type: 'STOP' });
     budget.then(
       (lease) => {
