@@ -390,10 +390,13 @@ export class RelocationCoordinator {
 
   // ── source units ────────────────────────────────────────────────────────────────────────
 
-  registerSource(actor: object, unit: SourceUnit): void {
-    this.sourceByActor.set(actor, unit);
+  registerSource(unit: SourceUnit): void {
     this.sources.set(unit.plan.id, unit);
     if (unit.plan.kind === 'instance') this.instanceUnits.set(unit.plan.root.key, unit);
+  }
+
+  registerActor(actor: object, unit: SourceUnit): void {
+    this.sourceByActor.set(actor, unit);
   }
 
   /** §12: the in-flight relocation unit of an Instance Spot (undefined when none started or it settled). */
@@ -402,9 +405,9 @@ export class RelocationCoordinator {
   }
 
   /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */
-  unregisterSource(actor: object, unit: SourceUnit): void {
+  unregisterSource(unit: SourceUnit): void {
     // Nothing of the driver is needed after S1: `following` and its final states run no driver action.
-    this.sourceByActor.delete(actor);
+    if (unit.actor) this.sourceByActor.delete(unit.actor);
     this.sources.delete(unit.plan.id);
     if (this.instanceUnits.get(unit.plan.root.key) === unit) this.instanceUnits.delete(unit.plan.root.key);
     this.wakeSettled();

@@ -49,7 +49,7 @@ export interface DiagnosticsView {
 
 /** The machine state of an in-flight source unit; `waiting` is split by the driver's §7 step (budget, preparing, safePoint). */
 function sourceState(unit: SourceUnit): string {
-  const value = unit.actor.getSnapshot().value;
+  const value = unit.at;
   return value === 'waiting' ? unit.waitingFor : value;
 }
 

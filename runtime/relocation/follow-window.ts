@@ -122,7 +122,7 @@ export class FollowWindow implements UnitFollowWindow {
         this.ports.logger.warn({ unit: unit.plan.id, kind: unit.plan.kind, root: unit.plan.root.key, stoppedMs: stopped, targetMs: INTERRUPTION_TARGET_MS }, 'relocation unit stopped the source over the target');
       this.overTarget.maxMs = Math.max(this.overTarget.maxMs, stopped);
     }
-    this.follows.push({ actor: unit.actor, unit: unit.plan.id, keys: unit.keys, s1: unit.s1, kind: unit.plan.kind });
+    this.follows.push({ actor: unit.actor!, unit: unit.plan.id, keys: unit.keys, s1: unit.s1, kind: unit.plan.kind });
     this.copies.push({ unit: unit.plan.id, target: unit.target, relay });
     if (unit.plan.kind === 'spotWide' || unit.plan.kind === 'instance') this.ports.closeRelocatedOut(unit);
   }

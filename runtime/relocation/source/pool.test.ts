@@ -4,7 +4,7 @@
  * path; one FOLLOW_EXPIRED each from the shared Message Follow timer (S4), or ROUTE_CUT when Shutdown comes first (§14).
  */
 import type { AnyActor, InspectionEvent } from 'xstate';
-import { RelocationMode, RelocationOutcome, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '../..';
+import { defineActor, preserveState, RelocationMode, RelocationOutcome, RelocationReason, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '../..';
 import { eventually, FAST_TIMING, makeStack, type Stack } from '../../../spec-tests/support/stack';
 import { ALL_TYPES } from '../../../spec-tests/support/workload';
 
@@ -77,6 +77,65 @@ describe('source unit actors (memory+in-process)', () => {
     }
     for (const ref of seen.units.keys()) expect(ref.getSnapshot().status).toBe('done');
     expect(source.diagnostics().followRoutes).toBe(0);
+  });
+
+  /** A source and a target with a budget one unit fills, and an Actor whose turn holds until `release()`. */
+  const heldBudget = async () => {
+    let release: () => void = () => undefined;
+    let running = false;
+    const Hold = defineActor<{ n: number }>({
+      type: 'Hold',
+      relocation: preserveState({ capture: (st) => Buffer.from(JSON.stringify(st)), restore: (b) => JSON.parse(b.toString()) as { n: number } }),
+      create: () => ({ n: 0 }),
+      receive: (state) => {
+        running = true;
+        return new Promise<number>((resolve) => (release = () => resolve(++state.n)));
+      },
+    });
+    const { seen, inspect } = inspector();
+    const types = [...ALL_TYPES, Hold];
+    const budget = { inFlightPayloadBudgetBytes: 1024 }; // the first unit's estimate fills it
+    const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types, timing: FAST_TIMING, inspect, ...budget });
+    await stack.host({ nodeId: 'target', applicationVersion: 1, types, timing: FAST_TIMING, ...budget });
+    // Inventory order: the Hold unit comes first, takes the whole budget and waits for its turn to end.
+    await source.createActor('Hold', 'hold');
+    for (let i = 0; i < UNITS; i++) await source.createActor('Counter', `c${i}`);
+    const events: UnitEvent[] = [];
+    source.on(UNIT_CHANGED, (e) => void (e.side === 'source' && events.push(e)));
+    const turn = source.request({ actor: 'hold' }, { op: 'hold' }, { timeoutMs: 20_000 });
+    await eventually(() => running, 2000, 'the held turn runs');
+    return { source, seen, events, turn, release: () => release() };
+  };
+
+  test('a unit waiting for payload budget is in flight without an actor; its machine is created when the budget is granted (§7)', async () => {
+    const { source, seen, turn, release } = await heldBudget();
+    const moved = source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 20_000 });
+    await eventually(() => source.diagnostics().units.sourceByState.safePoint === 1, 5000, 'the first unit at its safe point');
+    const { units } = source.diagnostics({ limit: 0 });
+    // Every unit is in flight and waits (§7: no cap on concurrent units); only the one holding budget has a machine.
+    expect(units.sourceInFlight).toBe(UNITS + 1);
+    expect(units.sourceByState).toEqual({ budget: UNITS, safePoint: 1 });
+    expect(seen.units.size).toBe(1);
+    release();
+    expect(await turn).toBe(1);
+    expect((await moved).outcome).toBe(RelocationOutcome.Relocated);
+    expect(seen.units.size).toBe(UNITS + 1);
+    for (const unit of seen.units.values()) expect(unit.states.slice(0, 3)).toEqual(['waiting', 'sealed', 'following']);
+  });
+
+  test('at the deadline, units still waiting for budget end notStarted without ever having had a machine (§8)', async () => {
+    const { source, seen, events, turn, release } = await heldBudget();
+    const result = await source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 800 });
+    expect(result).toMatchObject({ outcome: RelocationOutcome.Blocked, reason: RelocationReason.DeadlineExceeded });
+    await eventually(() => source.diagnostics().units.sourceInFlight === 0, 5000, 'every unit ended');
+    // Each unit ended exactly once, not started; only the one that held the budget ever had a machine.
+    expect(events.map((e) => e.state)).toEqual(Array.from({ length: UNITS + 1 }, () => 'notStarted'));
+    expect(new Set(events.map((e) => e.unit)).size).toBe(UNITS + 1);
+    expect(seen.units.size).toBe(1);
+    expect([...seen.units.values()][0]!.states).toEqual(['waiting', 'notStarted']);
+    release();
+    expect(await turn).toBe(1);
+    expect(await source.request({ actor: 'c0' }, { op: 'where' })).toBe('source'); // still served here
   });
 
   test('Shutdown before S4 cuts the follow routes: following units end in routeCut (§14)', async () => {

@@ -3,7 +3,8 @@
  * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit is created with
  * `createActor(machine, { parent: poolActor, id })`: a child of the invoked pool actor (an inspector sees
  * relocationSupervisor → pool → units; same system, clock and inspect observer), never in the supervisor's snapshot
- * `children`, so supervisor work per event does not grow with the unit count.
+ * `children`, so supervisor work per event does not grow with the unit count. A unit's machine is created when its
+ * payload budget is granted, in inventory order (§7); until then the unit waits, in flight, without an actor.
  *
  * A unit counts for its batch once it settles: detached at S1 (entering `following`, §13: Relocated at the cutover
  * submit terminal, not S4), restored or not started. From then the pool holds nothing of it; a detached unit's machine
@@ -20,7 +21,7 @@ import type { OutboundPorts } from '../ports';
 import type { FollowWindow } from './unit';
 import type { Inventory, UnitPlan } from '../inventory';
 import { SealGate } from './seal-gate';
-import { SourceUnit } from './unit';
+import { SourceUnit, type UnitStarter } from './unit';
 
 /** What the pool needs from the operation that owns it (the coordinator). */
 export interface UnitPoolOwner {
@@ -29,19 +30,35 @@ export interface UnitPoolOwner {
   readonly window: FollowWindow;
   /** The unit-source machine with the driver's actions provided. */
   readonly sourceMachine: typeof unitSourceMachine;
-  registerSource(actor: object, unit: SourceUnit): void;
-  unregisterSource(actor: object, unit: SourceUnit): void;
+  /** A unit of the started batch (in flight from here: diagnostics, closeSpot ordering, §14 step 3). */
+  registerSource(unit: SourceUnit): void;
+  /** Its machine was created: the provided actions reach the driver through it. */
+  registerActor(actor: object, unit: SourceUnit): void;
+  unregisterSource(unit: SourceUnit): void;
   /** §10.2 step 6: OnClosing(RelocationOut) on a moved PerActor shell. */
   closeRelocatedOut(spot: Hosted, onClosing: SpotDefinition['onClosing']): void;
 }
 
-export class UnitPool {
+/** The batch being started: its units in inventory order, and how far their machines were created. */
+interface Run {
+  readonly target: NodeRef;
+  readonly parent: AnyActorRef;
+  readonly units: SourceUnit[];
+  /** The next unit without a machine (earlier ones were started, or ended without one). */
+  head: number;
+  /** A budget wait is out for `units[head]` (one at a time: the others wait behind it, §7 FIFO). */
+  acquiring: boolean;
+  readonly settle: (unit: SourceUnit, failed?: RelocationReason) => void;
+}
+
+export class UnitPool implements UnitStarter {
   private stopping = false;
   private readonly live = new Set<SourceUnit>();
   /** PerActor shells that cut over: closed with RelocationOut once their member Actors moved (§10.2 step 6). */
   private readonly movedShells: UnitPlan[] = [];
   /** Bounds the units between seal and cutover submit by their observed stop time (§8 pacing). */
   readonly sealGate = new SealGate();
+  private run: Run | undefined;
 
   /**
    * The plans not started yet. A batch's plans are dropped once its units start: units in `following` keep this pool
@@ -57,7 +74,11 @@ export class UnitPool {
     this.batches = inventory.batches.map((plans) => [...plans]);
   }
 
-  /** `parent` is the invoked pool actor: the units become its children. */
+  /**
+   * `parent` is the invoked pool actor: the units become its children. Every unit of the batch is in flight from
+   * here (§7: no cap on concurrent units); each unit's machine is created in inventory order as its payload budget
+   * is granted (see source/unit.ts), so units waiting for budget cost no actor.
+   */
   startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, parent: AnyActorRef, report: (event: PoolReport) => void): void {
     // §12: an Instance Spot closed since the inventory was fixed is not carried (Close came first); one still closing
     // gets a unit that only waits for its close to finish.
@@ -67,6 +88,7 @@ export class UnitPool {
     let remaining = plans.length;
     let failure: RelocationReason | undefined;
     const finish = () => {
+      this.run = undefined;
       if (batch === 2) this.closeMovedShells();
       report({ type: 'BATCH_DONE', batch, ...(failure !== undefined ? { failure } : {}) });
     };
@@ -77,43 +99,121 @@ export class UnitPool {
       queueMicrotask(finish);
       return;
     }
-    for (const plan of plans) {
-      const unit = new SourceUnit(this.coord.outbound, this.coord.window, plan, target, this.sealGate);
-      // Clock and inspect observer come from the parent's system.
-      const actor = createActor(this.coord.sourceMachine, { parent, id: plan.id });
-      unit.actor = actor;
-      this.coord.registerSource(actor, unit);
-      this.live.add(unit);
-      const settle = (failed?: RelocationReason) => {
-        subscription.unsubscribe();
+    const units = plans.map((plan) => new SourceUnit(this.coord.outbound, this.coord.window, plan, target, this.sealGate, this));
+    const run: Run = {
+      target,
+      parent,
+      units,
+      head: 0,
+      acquiring: false,
+      settle: (unit, failed) => {
         this.live.delete(unit);
-        this.coord.unregisterSource(actor, unit);
+        this.coord.unregisterSource(unit);
         if (failed !== undefined) failure ??= failed;
-        else if (plan.kind === 'perActorShell') this.movedShells.push(plan);
+        else if (unit.plan.kind === 'perActorShell') this.movedShells.push(unit.plan);
         if (--remaining === 0) finish();
-      };
-      const subscription = actor.subscribe({
-        next: (snapshot) => {
-          if (DETACHED_STATES.has(snapshot.value)) return settle();
-          if (snapshot.status !== 'done') return;
-          const output = snapshot.output as UnitSourceOutput;
-          // `closed` (§12) is no failure: the Spot closed first and there is nothing left to move.
-          settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
+      },
+    };
+    this.run = run;
+    for (const unit of units) this.coord.registerSource(unit);
+    for (const unit of units) if (unit.plan.root.closing !== undefined) unit.closeFirst();
+    this.startGranted(run);
+  }
+
+  /**
+   * Creates the machines of the next units whose payload budget is granted, in inventory order (§7 FIFO): at once
+   * while the budget has room, then one budget wait for the unit at the head; the units behind it wait with it.
+   */
+  private startGranted(run: Run): void {
+    const { outbound } = this.coord;
+    while (run.head < run.units.length && !run.acquiring && !this.stopping) {
+      const unit = run.units[run.head]!;
+      if (unit.actor || unit.ended) {
+        run.head++; // started early (a close) or ended without a machine
+        continue;
+      }
+      const bytes = outbound.estimateBytes(unit.plan);
+      const lease = outbound.tryAcquireBudget(run.target, bytes);
+      if (lease) {
+        run.head++;
+        unit.granted(lease);
+        this.start(unit);
+        continue;
+      }
+      const waiting = outbound.acquireBudget(run.target, bytes);
+      // No transport: the units do not start (as a STOP before the seal).
+      if (!waiting) return this.endUnstartedFrom(run, undefined);
+      run.acquiring = true;
+      waiting.then(
+        (granted) => {
+          run.acquiring = false;
+          if (this.stopping || unit.actor || unit.ended) granted.release();
+          else {
+            run.head++;
+            unit.granted(granted);
+            this.start(unit);
+          }
+          this.startGranted(run);
         },
-        error: (error) => {
-          this.coord.outbound.logger.error({ unit: plan.id, err: error }, 'relocation unit machine failed');
-          settle(RelocationReason.RelocationFailed);
+        () => {
+          // The transport closed (peer gone for good, or shutdown): the units left fail before their seal.
+          run.acquiring = false;
+          this.endUnstartedFrom(run, RelocationReason.RelocationFailed);
         },
-      });
-      actor.start();
-      if (plan.root.closing !== undefined) unit.closeFirst();
+      );
     }
+  }
+
+  /** Creates and starts a unit's machine (UnitStarter): a child of the pool actor, with this unit as its driver. */
+  start(unit: SourceUnit): void {
+    const run = this.run;
+    if (!run || unit.actor) return;
+    // Clock and inspect observer come from the parent's system.
+    const actor = createActor(this.coord.sourceMachine, { parent: run.parent, id: unit.plan.id });
+    unit.actor = actor;
+    this.coord.registerActor(actor, unit);
+    this.live.add(unit);
+    let settled = false;
+    const settle = (failed?: RelocationReason) => {
+      if (settled) return;
+      settled = true;
+      subscription.unsubscribe();
+      run.settle(unit, failed);
+    };
+    const subscription = actor.subscribe({
+      next: (snapshot) => {
+        if (DETACHED_STATES.has(snapshot.value)) return settle();
+        if (snapshot.status !== 'done') return;
+        const output = snapshot.output as UnitSourceOutput;
+        // `closed` (§12) is no failure: the Spot closed first and there is nothing left to move.
+        settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
+      },
+      error: (error) => {
+        this.coord.outbound.logger.error({ unit: unit.plan.id, err: error }, 'relocation unit machine failed');
+        settle(RelocationReason.RelocationFailed);
+      },
+    });
+    actor.start();
+  }
+
+  /** STOP reached a unit without a machine (UnitStarter): it ends `notStarted`. */
+  endUnstarted(unit: SourceUnit, reason: RelocationReason = RelocationReason.DeadlineExceeded): void {
+    const run = this.run;
+    if (!run || unit.actor || unit.ended) return;
+    unit.endedUnstarted();
+    run.settle(unit, reason);
+  }
+
+  private endUnstartedFrom(run: Run, reason: RelocationReason | undefined): void {
+    // Copied: ending the last unit finishes the batch, and the next batch may start meanwhile.
+    for (const unit of run.units.slice(run.head)) this.endUnstarted(unit, reason);
   }
 
   /** §8: after the deadline (or on Shutdown) no new unit starts; started units go on to a safe terminal. */
   stopStarting(): void {
     this.stopping = true;
     for (const unit of this.live) unit.requestStop();
+    if (this.run) this.endUnstartedFrom(this.run, undefined);
     // Units still waiting for a seal permit stop waiting; a permit never comes after this.
     this.sealGate.stop(new Error('relocation stopped starting units (deadline or shutdown)'));
   }

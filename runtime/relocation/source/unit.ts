@@ -3,9 +3,15 @@
  * milestone back as one event (DESIGN.md "Unit handoff (source)"). It keeps no copy of the machine's state: where
  * it needs to know where the unit is, it reads the actor's snapshot. What it keeps is its own I/O progress
  * (lease, prepared, seal permit) and the per-unit data the machine does not hold (S0, S1, captured queue).
+ *
+ * The machine is created when the unit's payload budget is granted (the pool does it, in inventory order, §7), or
+ * at once when the unit must act before that (a close, §12). Until then the unit is in the machine's initial state
+ * by definition — `waiting`, for budget — and costs no actor: a 100k-unit batch waits mostly for budget, and an
+ * actor per waiting unit was ~2.5 KB of heap each (issue [6/10] RSS). Every unit still exists and waits; no cap
+ * on concurrent units is set (§7).
  */
 import type { Actor } from 'xstate';
-import type { unitSourceMachine } from '../../../machines/unit-source.machine';
+import type { unitSourceMachine, UnitSourceEvent } from '../../../machines/unit-source.machine';
 import type { NodeRef } from '../../../stores/types';
 import type { BudgetLease, RuntimeMessage } from '../../../transport/types';
 import type { SpotDefinition } from '../../definitions';
@@ -30,12 +36,21 @@ export interface FollowWindow {
   onCutOver(unit: SourceUnit, relay: Envelope[]): void;
 }
 
+/** How a unit's machine comes to exist, and how a unit that never got one ends (the pool). */
+export interface UnitStarter {
+  /** Creates and starts the unit's machine now (it enters `waiting`; its `prepare` takes the budget if it has none). */
+  start(unit: SourceUnit): void;
+  /** STOP reached a unit without a machine: it ends `notStarted` (nothing was taken or sent for it). */
+  endUnstarted(unit: SourceUnit): void;
+}
+
 /** Shared empty lists of units not sealed (never written: the seal makes the unit its own). */
 const NOTHING_HELD: Envelope[] = [];
 const NOTHING_CAPTURED: WorkItem[] = [];
 
 export class SourceUnit {
-  actor!: Actor<typeof unitSourceMachine>;
+  /** The unit's machine, once started (see the header). */
+  actor: Actor<typeof unitSourceMachine> | undefined;
   readonly objects: Hosted[];
   /** The unit's object keys, root first (never changed: shared with follow entries, events and the prepare). */
   readonly keys: readonly string[];
@@ -61,6 +76,7 @@ export class SourceUnit {
   private permit = false;
   /** closeSpot reached this Instance Spot before the seal (§12): the unit ends `closed`, not `notStarted`. */
   private closedFirst = false;
+  private endedWithoutMachine = false;
   s0 = 0;
   s1 = 0;
 
@@ -71,6 +87,7 @@ export class SourceUnit {
     readonly plan: UnitPlan,
     readonly target: NodeRef,
     private readonly gate: SealGate,
+    private readonly starter: UnitStarter,
   ) {
     this.objects = unitObjects(plan);
     this.keys = this.objects.map((o) => o.key);
@@ -94,9 +111,31 @@ export class SourceUnit {
     return this.ports.send(this.target, message);
   }
 
-  /** The machine's current state (no copy kept here). */
-  private get at(): string {
-    return this.actor.getSnapshot().value;
+  /** The machine's current state (no copy kept here); a unit whose machine was not created yet is in its initial state. */
+  get at(): string {
+    return this.actor ? this.actor.getSnapshot().value : 'waiting';
+  }
+
+  /** An event for the unit's machine (only sent once it exists: every caller runs after the machine started). */
+  private tell(event: UnitSourceEvent): void {
+    this.actor!.send(event);
+  }
+
+  /** The pool granted this unit's payload budget before creating its machine (§7: budget first, then the rest). */
+  granted(lease: BudgetLease): void {
+    this.lease = lease;
+  }
+
+  /** A unit without a machine ended at STOP: `notStarted`, nothing to give back (no lease, permit or prepare). */
+  endedUnstarted(): void {
+    this.stopped = true;
+    this.endedWithoutMachine = true;
+    this.event('notStarted', undefined, this.ports.clock.now());
+  }
+
+  /** It ended before its machine was created (endedUnstarted). */
+  get ended(): boolean {
+    return this.endedWithoutMachine;
   }
 
   /** Which §7 step a unit still `waiting` is at, for diagnostics (budget → preparing → safePoint). */
@@ -111,6 +150,7 @@ export class SourceUnit {
    * point, sequenced here; the machine hears one SAFE_POINT (or FAILED / STOP) at the end.
    */
   prepare(): void {
+    if (this.lease) return this.prepareTarget();
     this.acquireBudget();
   }
 
@@ -122,7 +162,7 @@ export class SourceUnit {
       return this.prepareTarget();
     }
     const budget = this.ports.acquireBudget(this.target, bytes);
-    if (!budget) return void this.actor.send({ type: 'STOP' });
+    if (!budget) return void this.tell({ type: 'STOP' });
     budget.then(
       (lease) => {
         if (this.isStopped) return lease.release();
@@ -131,7 +171,7 @@ export class SourceUnit {
       },
       () => {
         // The transport closed (peer gone for good, or shutdown): the machine is already ending or fails here.
-        if (!this.isStopped) this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+        if (!this.isStopped) this.tell({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
       },
     );
   }
@@ -141,7 +181,7 @@ export class SourceUnit {
     // One r.prepare per target per turn carries this unit with the others (DESIGN "Relocation at scale"); a message
     // the transport did not take fails each unit it carried, as a refused single send did.
     this.ports.control.prepare(this.target, { u: this.plan.id, kind: this.plan.kind, keys: this.keys as string[] }, this.typesInUse(), () => {
-      if (this.at === 'waiting') this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+      if (this.at === 'waiting') this.tell({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
     });
   }
 
@@ -202,7 +242,7 @@ export class SourceUnit {
     this.paused = true;
     // An idle lane is at its turn boundary now: the seal follows in the same step, no promise per unit.
     this.lane.pauseThen(() => {
-      if (!this.isStopped) this.actor.send({ type: 'SAFE_POINT' });
+      if (!this.isStopped) this.tell({ type: 'SAFE_POINT' });
     });
   }
 
@@ -231,7 +271,7 @@ export class SourceUnit {
       bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects, queue });
     } catch (error) {
       this.ports.logger.warn({ unit: this.plan.id, root: this.plan.root.key, err: error }, 'capture failed; the unit is restored (StateIncompatible)');
-      return void this.actor.send({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
+      return void this.tell({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
     }
     this.ports.recordBytes(this.plan, bytes.length);
     this.transfer(bytes);
@@ -270,9 +310,9 @@ export class SourceUnit {
     if (this.at !== 'sealed') return;
     const name = error.name;
     // Nothing reached the target, or it explicitly rejected the chunks: a safe abort (§11, §13).
-    if (name === 'PeerUnavailableError' || name === 'PayloadRejectedError') return void this.actor.send({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
+    if (name === 'PeerUnavailableError' || name === 'PayloadRejectedError') return void this.tell({ type: 'FAILED', reason: RelocationReason.RelocationFailed });
     // Anything else: the target may have restored and replied; never reopen the source (§8).
-    this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    this.tell({ type: 'REPLY_INDETERMINATE' });
     this.ports.control.flush(this.target); // S1 is the submit (§8): its cutover goes now
   }
 
@@ -286,18 +326,18 @@ export class SourceUnit {
   /** The reply wait ended: without relay-ready or a failure by now the outcome is indeterminate (§8). */
   replyWaitEnded(): void {
     if (this.at !== 'sealed') return;
-    this.actor.send({ type: 'REPLY_INDETERMINATE' });
+    this.tell({ type: 'REPLY_INDETERMINATE' });
     this.ports.control.flush(this.target); // S1 is the submit (§8): its cutover goes now
   }
 
   /** r.ready from the target (one entry of a batched reply, §13). */
   onRelayReady(): void {
-    this.actor.send({ type: 'RELAY_READY' });
+    this.tell({ type: 'RELAY_READY' });
   }
 
   /** r.fail from the target: an explicit failure before relay-ready (§11). */
   onFail(reason: RelocationReason): void {
-    this.actor.send({ type: 'FAILED', reason });
+    this.tell({ type: 'FAILED', reason });
   }
 
   /** Entry of `following`: ordered relay, one-way cutover submit (S1), Message Follow from here until S4 (§8, §13). */
@@ -367,20 +407,22 @@ export class SourceUnit {
 
   /** §12: the application closed this Instance Spot before the seal; the unit does not move it. */
   closeFirst(): void {
-    if (this.at !== 'waiting') return;
+    if (!this.actor && !this.stopped) this.starter.start(this); // it must act now: its machine starts here
+    if (this.at !== 'waiting' || !this.actor) return;
     this.closedFirst = true;
-    this.actor.send({ type: 'CLOSED' });
+    this.tell({ type: 'CLOSED' });
   }
 
   /** The close that came first finished: the unit ends (`closed`). */
   closeDone(): void {
-    if (this.at === 'closing') this.actor.send({ type: 'CLOSE_DONE' });
+    if (this.at === 'closing') this.tell({ type: 'CLOSE_DONE' });
   }
 
   /** STOP (deadline, shutdown): honoured only before the seal (and by a unit that waits for a close, §12). */
   requestStop(): void {
+    if (!this.actor) return this.starter.endUnstarted(this);
     const at = this.at;
-    if (at === 'waiting' || at === 'closing') this.actor.send({ type: 'STOP' });
+    if (at === 'waiting' || at === 'closing') this.tell({ type: 'STOP' });
   }
 
   private event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
