@@ -64,16 +64,22 @@ const capabilityBytes = (c: TypeCapability) => c.type.length + (c.adapter?.lengt
 export class ControlBatcher {
   private readonly pending = new Map<string, Pending>();
   private scheduled: NodeJS.Immediate | undefined;
+  /** The peer object of the last call and its batch: the units of one message share it (no key string per reply). */
+  private lastPeer: NodeRef | undefined;
+  private lastEntry: Pending | undefined;
 
   constructor(private readonly transport: () => Transport | undefined) {}
 
   private entry(peer: NodeRef): Pending {
+    if (peer === this.lastPeer) return this.lastEntry!;
     const key = nodeKey(peer);
     let entry = this.pending.get(key);
     if (!entry)
       this.pending.set(key, (entry = { peer, prepares: [], prepareBytes: 0, types: [], typeIndex: new Map(), prepared: [], preparedBytes: 0, ready: [], readyBytes: 0 }));
     // setImmediate: every unit that reaches this step in this I/O turn joins the same message.
     this.scheduled ??= setImmediate(() => this.flushAll());
+    this.lastPeer = peer;
+    this.lastEntry = entry;
     return entry;
   }
 
@@ -116,6 +122,7 @@ export class ControlBatcher {
     const entry = this.pending.get(key);
     if (!entry) return;
     this.pending.delete(key);
+    if (this.lastEntry === entry) this.lastPeer = this.lastEntry = undefined;
     this.send(entry);
   }
 
@@ -123,6 +130,7 @@ export class ControlBatcher {
     this.scheduled = undefined;
     const entries = [...this.pending.values()];
     this.pending.clear();
+    this.lastPeer = this.lastEntry = undefined;
     for (const entry of entries) this.send(entry);
   }
 
