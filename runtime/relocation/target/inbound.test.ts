@@ -254,3 +254,15 @@ test('unit events: one per unit and step, relay-ready without a point, S2 with f
   expect(events[4]!.at).toBeGreaterThanOrEqual(events[2]!.at);
   await t.close();
 });
+
+test('unit events: a CAS that came from the cutover-wait fallback says so on its S2 event', async () => {
+  const events: UnitEvent[] = [];
+  const t = setup({ events });
+  t.prepare('a');
+  t.parcel('a');
+  t.clock.increment(CUTOVER_WAIT_MS + 1); // no cutover within the wait (§13)
+  await settle();
+  expect(events.filter((e) => e.state === 'committed').map((e) => [e.unit, e.point, e.fellBack])).toEqual([['u-a', 'S2', true]]);
+  expect(events.at(-1)!.state).toBe('opened');
+  await t.close();
+});

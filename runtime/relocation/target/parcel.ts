@@ -78,10 +78,13 @@ export class TargetParcel {
     if (this.commitFailed) return queueMicrotask(() => this.actor.send({ type: 'COMMIT_FAILED' }));
     const failed: TargetUnit[] = [];
     let remaining = this.units.length;
-    const fellBack = this.fellBack;
+    // Read at the first result, not here: this entry action runs before the machine's snapshot has the context
+    // of the transition that entered `committing` (CUTOVER_WAIT_ENDED sets fellBack in that same step).
+    let fellBack: boolean | undefined;
     // S2 of each unit is when its own CAS result arrived (the units of one store reply share one clock read).
     const settle = (unit: TargetUnit, ok: boolean, s2: number) => {
       if (ok) {
+        fellBack ??= this.fellBack;
         unit.s2 = s2;
         unit.event('committed', 'S2', s2, fellBack);
       } else failed.push(unit);
