@@ -23,8 +23,10 @@ interface Submission {
 }
 
 export class CasBatcher {
-  /** Flattened queue of this tick: request i of `submissions[k]`. */
-  private waiting: { submission: Submission; index: number }[] = [];
+  /** This tick's queue, flattened: request i came from `owners[i]`, where it is number `indexes[i]`. */
+  private requests: CasRequest[] = [];
+  private owners: Submission[] = [];
+  private indexes: number[] = [];
   private scheduled: NodeJS.Immediate | undefined;
 
   constructor(
@@ -42,23 +44,31 @@ export class CasBatcher {
   submit(requests: readonly CasRequest[], done: (outcomes: CasOutcome[]) => void): void {
     if (requests.length === 0) return done([]);
     const submission: Submission = { requests, outcomes: new Array(requests.length), remaining: requests.length, done };
-    for (let index = 0; index < requests.length; index++) this.waiting.push({ submission, index });
+    for (let index = 0; index < requests.length; index++) {
+      this.requests.push(requests[index]!);
+      this.owners.push(submission);
+      this.indexes.push(index);
+    }
     // setImmediate, not a microtask: cutovers of many units arrive in several frames of one I/O turn.
     this.scheduled ??= setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.scheduled = undefined;
-    const all = this.waiting;
-    this.waiting = [];
-    for (let i = 0; i < all.length; i += this.maxBatch) {
-      const batch = all.slice(i, i + this.maxBatch);
-      const settle = (outcome: (j: number) => CasOutcome) =>
-        batch.forEach(({ submission, index }, j) => {
-          submission.outcomes[index] = outcome(j);
+    const { requests, owners, indexes } = this;
+    this.requests = [];
+    this.owners = [];
+    this.indexes = [];
+    for (let start = 0; start < requests.length; start += this.maxBatch) {
+      const end = Math.min(requests.length, start + this.maxBatch);
+      const settle = (outcome: (j: number) => CasOutcome) => {
+        for (let i = start; i < end; i++) {
+          const submission = owners[i]!;
+          submission.outcomes[indexes[i]!] = outcome(i - start);
           if (--submission.remaining === 0) submission.done(submission.outcomes);
-        });
-      this.location.casMany(batch.map(({ submission, index }) => submission.requests[index]!)).then(
+        }
+      };
+      this.location.casMany(start === 0 && end === requests.length ? requests : requests.slice(start, end)).then(
         (results) => settle((j) => results[j]!),
         (error: unknown) => settle(() => ({ error })),
       );

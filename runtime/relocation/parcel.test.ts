@@ -57,6 +57,13 @@ describe('parcel codec', () => {
     const twice = Buffer.concat([encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]).subarray(0, 6), encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]).subarray(6), encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]).subarray(6)]);
     twice.writeUInt32BE(2, 2);
     expect(() => decodeParcel(twice)).toThrow('appears twice');
+    // An id that is not UTF-8 (a lone continuation byte, an overlong form, an encoded surrogate) is refused whole.
+    for (const id of [[0x80], [0xc0, 0xaf], [0xed, 0xa0, 0x80], [0x75, 0xff]]) {
+      const bad = encodeParcel([{ unit: 'x'.repeat(id.length), payload: Buffer.from('x') }]);
+      Buffer.from(id).copy(bad, 7);
+      expect(() => decodeParcel(bad)).toThrow('id is not UTF-8');
+    }
+    expect(decodeParcel(encodeParcel([{ unit: 'ü-✓-𝄞', payload: Buffer.from('x') }]))[0]!.unit).toBe('ü-✓-𝄞');
     expect(isParcel(good)).toBe(true);
     expect(isParcel(Buffer.from('{"v":2}'))).toBe(false);
   });

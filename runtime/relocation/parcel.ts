@@ -13,6 +13,7 @@
  * UTF-8 id, a duplicate unit id or trailing bytes is a ParcelError for the whole parcel (nothing is restored from
  * it); a unit whose bytes do not match its own checksum is reported as that unit's failure only.
  */
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 
 export const PARCEL_MAGIC = 0x50;
@@ -87,8 +88,9 @@ export function decodeParcel(bytes: Buffer): DecodedUnit[] {
     if (idLength < 1) throw new ParcelError(`unit ${i}: empty id`);
     if (o + idLength + SHA256_BYTES + 4 > bytes.length) throw new ParcelError(`parcel truncated at unit ${i}`);
     const idBytes = bytes.subarray(o, o + idLength);
+    // Checked on the bytes (no re-encoded copy per unit): invalid UTF-8 would decode with replacement characters.
+    if (!isUtf8(idBytes)) throw new ParcelError(`unit ${i}: id is not UTF-8`);
     const unit = idBytes.toString('utf8');
-    if (!Buffer.from(unit, 'utf8').equals(idBytes)) throw new ParcelError(`unit ${i}: id is not UTF-8`);
     if (seen.has(unit)) throw new ParcelError(`unit ${unit} appears twice`);
     seen.add(unit);
     o += idLength;

@@ -1,7 +1,8 @@
 -- Owner/membership CAS on the authority generation, for one or many independent records (of ONE hash slot on a cluster)
 -- (casMany sends one call, or one per slot group on a cluster). KEYS[2i-1]: record key, KEYS[2i]: its op key. ARGV[1]: ttl ms,
 -- ARGV[1 + i]: change JSON { t = token, e = expected authority generation, n/g = new owner, m = membership given,
--- sp/sw = new membership, to = key the record lives at afterwards }. One reply per entry, in order.
+-- sp/sw = new membership, to = key the record lives at afterwards (absent: the record stays at its key) }. One reply
+-- per entry, in order.
 local ttl = ARGV[1]
 
 local function cas(key, op_key, change)
@@ -22,14 +23,15 @@ local function cas(key, op_key, change)
     cur.sw = change.sw
   end
   cur.ag = cur.ag + 1
-  if change.to == key then
+  local to = change.to or key
+  if to == key then
     redis.call('SET', key, cjson.encode(cur))
     return op_record(op_key, cjson.encode({ status = 'applied', v = cur }), ttl)
   end
   -- SpotWide membership changed: the record moves to another hash tag. Leave a forward carrying the new record;
   -- the provider installs it at `to` (owner-install.lua), and any reader rolls it forward if that step was lost.
-  redis.call('SET', key, cjson.encode({ s = 'F', to = change.to, ag = cur.ag, v = cur }))
-  return op_record(op_key, cjson.encode({ status = 'applied', v = cur, to = change.to }), ttl)
+  redis.call('SET', key, cjson.encode({ s = 'F', to = to, ag = cur.ag, v = cur }))
+  return op_record(op_key, cjson.encode({ status = 'applied', v = cur, to = to }), ttl)
 end
 
 local out = {}

@@ -5,7 +5,7 @@
  * owner-install.lua writes it at the target -- and every reader or writer that meets a forward whose second
  * step was lost rolls it forward first, so no step ever has to be guessed.
  */
-import { StoreUnavailableError, type CasRequest, type CasResult, type ClaimRequest, type ClaimResult, type ObjectId, type OwnerRecord, type RemoveRequest } from '../types';
+import { StoreUnavailableError, type CasRequest, type CasResult, type ClaimRequest, type ClaimResult, type NodeRef, type ObjectId, type OwnerRecord, type RemoveRequest } from '../types';
 import { claimSchema, objectIdSchema, parse, parseCas, removeSchema } from '../validation';
 import type { RedisContext } from './context';
 import { guarded } from './guarded';
@@ -109,21 +109,31 @@ export class RedisOwnerRecords {
   private async casAll(requests: readonly CasRequest[]): Promise<CasResult[]> {
     const { client, keys, opTtlMs } = this.ctx;
     const results: CasResult[] = new Array(requests.length);
-    let pending = requests.map((request, index) => ({ index, key: keys.home(request.object) }));
+    let pending: { index: number; key: string }[] = new Array(requests.length);
+    for (let index = 0; index < requests.length; index++) pending[index] = { index, key: keys.home(requests[index]!.object) };
     const groupOf = client.clustered ? (entry: { key: string }) => hashSlot(entry.key) : () => 0;
     for (let hop = 0; hop < MAX_HOPS && pending.length > 0; hop++) {
       const next: typeof pending = [];
+      const groups = client.clustered ? [...groupBy(pending, groupOf).values()] : [pending];
       await Promise.all(
-        [...groupBy(pending, groupOf).values()].map(async (group) => {
-          const opKeys = group.map((entry) => keys.op(entry.key, requests[entry.index]!.opId));
-          const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, tokens) =>
-            client.script(
-              'ownerCas',
-              indices.flatMap((i) => [group[i]!.key, opKeys[i]!]),
-              [opTtlMs, ...indices.map((i, n) => this.change(requests[group[i]!.index]!, group[i]!.key, tokens[n]!))],
-            ),
-          );
-          for (const [n, text] of replies.entries()) {
+        groups.map(async (group) => {
+          const opKeys: string[] = new Array(group.length);
+          for (let i = 0; i < group.length; i++) opKeys[i] = keys.op(group[i]!.key, requests[group[i]!.index]!.opId);
+          const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, tokens) => {
+            // KEYS: record key and op key per entry; ARGV: ttl, then one change per entry (owner-cas.lua).
+            const scriptKeys: string[] = new Array(indices.length * 2);
+            const args: (string | number)[] = new Array(indices.length + 1);
+            args[0] = opTtlMs;
+            for (let n = 0; n < indices.length; n++) {
+              const entry = group[indices[n]!]!;
+              scriptKeys[2 * n] = entry.key;
+              scriptKeys[2 * n + 1] = opKeys[indices[n]!]!;
+              args[n + 1] = this.change(requests[entry.index]!, entry.key, tokens[n]!);
+            }
+            return client.script('ownerCas', scriptKeys, args);
+          });
+          for (let n = 0; n < replies.length; n++) {
+            const text = replies[n]!;
             const entry = group[n]!;
             const reply = JSON.parse(text) as OwnerReply;
             if (reply.status === 'moved') {
@@ -142,8 +152,14 @@ export class RedisOwnerRecords {
     return results;
   }
 
-  /** The change JSON owner-cas.lua applies; `to` is where the record lives afterwards. */
+  /**
+   * The change JSON owner-cas.lua applies; `to` is where the record lives afterwards. An owner change alone (every
+   * relocation commit) is written directly, with the owner's part built once per owner object and no `to` (the
+   * record stays at its key): no object, no whole-object stringify and no second copy of the key per record (issue
+   * [6/10]). The token is a UUID and `e` a checked integer.
+   */
   private change(request: CasRequest, key: string, token: string): string {
+    if (request.spot === undefined && request.owner) return `{"t":"${token}","e":${request.expectedAuthorityGeneration},${this.ownerJson(request.owner)}}`;
     const membership = request.spot !== undefined;
     const to = membership ? this.ctx.keys.placement(request.object.id, request.spot ?? undefined, request.spotWide) : key;
     return JSON.stringify({
@@ -153,6 +169,18 @@ export class RedisOwnerRecords {
       ...(membership && { m: true, ...(request.spot !== null && { sp: request.spot }), ...(request.spotWide && { sw: true }) }),
       to,
     });
+  }
+
+  private lastOwner: NodeRef | undefined;
+  private lastOwnerJson = '';
+
+  /** `"n":…,"g":…` of an owner; the requests of one commit share one owner object. */
+  private ownerJson(owner: NodeRef): string {
+    if (owner !== this.lastOwner) {
+      this.lastOwnerJson = `"n":${JSON.stringify(owner.nodeId)},"g":${owner.lifecycleGeneration}`;
+      this.lastOwner = owner;
+    }
+    return this.lastOwnerJson;
   }
 
   /** Follows forwards from the home key to the live record, rolling a lost install step forward on the way. */
@@ -202,7 +230,7 @@ function decode(text: string | null): SlotValue | undefined {
 }
 
 function casResult(reply: OwnerReply): CasResult {
-  if (reply.status === 'applied') return { status: 'applied', ...(reply.v?.s === 'L' && { record: toRecord(reply.v) }) };
+  if (reply.status === 'applied') return reply.v?.s === 'L' ? { status: 'applied', record: toRecord(reply.v) } : { status: 'applied' };
   if (reply.status === 'conflict') return { status: 'conflict', record: toRecord(reply.v as LiveValue) };
   return { status: 'missing' };
 }

@@ -45,16 +45,17 @@ export interface OwnerReply {
 }
 
 export function toRecord(value: LiveValue): OwnerRecord {
-  return {
+  const record = {
     kind: value.k,
     id: value.id,
     type: value.t,
     owner: { nodeId: value.n, lifecycleGeneration: value.g },
     objectGeneration: value.og,
     authorityGeneration: value.ag,
-    ...(value.sp !== undefined && { spot: value.sp }),
-    ...(value.sw && { spotWide: true }),
   };
+  // Spreads only for the rare membership fields: a record without them is one plain literal (casMany: one per entry).
+  if (value.sp === undefined && !value.sw) return record;
+  return { ...record, ...(value.sp !== undefined && { spot: value.sp }), ...(value.sw && { spotWide: true }) };
 }
 
 export function liveRecord(value: SlotValue | undefined): OwnerRecord | undefined {

@@ -13,6 +13,7 @@ import type { Envelope } from '../../envelope';
 import { silentLog } from '../../logger';
 import { ObjectServer } from '../../objects';
 import type { CasOutcome } from '../cas-batcher';
+import type { UnitEvent } from '../events';
 import { describeType } from '../compatibility';
 import { encodeParcel } from '../parcel';
 import { PARCEL_ID_PREFIX } from '../source/parcel-sender';
@@ -31,7 +32,7 @@ const settle = async () => {
   for (let i = 0; i < 5; i++) await turn();
 };
 
-function setup(options: { cas?: (requests: readonly CasRequest[], call: number) => CasOutcome[] } = {}) {
+function setup(options: { cas?: (requests: readonly CasRequest[], call: number) => CasOutcome[]; events?: UnitEvent[] } = {}) {
   const clock = new SimulatedClock();
   const seen: string[] = [];
   const Counter = defineActor<{ n: number }>({
@@ -85,7 +86,7 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
       fail: (_s, u, _r, error) => void replies.push(`fail ${u}: ${error}`),
     },
     logger: silentLog,
-    unitEvents: { active: false, emit: () => undefined },
+    unitEvents: { active: !!options.events, emit: (e) => void options.events?.push(e) },
     inspect: undefined,
     refusal: () => undefined,
     closed: () => closed,
@@ -228,5 +229,40 @@ test('a unit whose own checksum fails in a parcel fails alone; a resent payload 
   t.cutover('a');
   await settle();
   expect(t.casCalls).toEqual([['a']]);
+  await t.close();
+});
+
+test('unit events: one per unit and step, relay-ready without a point, S2 with fellBack, S3 after it', async () => {
+  const events: UnitEvent[] = [];
+  const t = setup({ events });
+  t.prepare('a', 'b');
+  t.parcel('a', 'b');
+  for (const id of ['a', 'b']) t.cutover(id);
+  await settle();
+  expect(events.map((e) => [e.unit, e.state, e.point, e.fellBack])).toEqual([
+    ['u-a', 'relayReady', undefined, undefined],
+    ['u-b', 'relayReady', undefined, undefined],
+    ['u-a', 'committed', 'S2', false],
+    ['u-b', 'committed', 'S2', false],
+    ['u-a', 'opened', 'S3', undefined],
+    ['u-b', 'opened', 'S3', undefined],
+  ]);
+  for (const e of events) {
+    expect(e).toMatchObject({ side: 'target', kind: 'actor', objects: [`a:${e.unit.slice(2)}`] });
+    expect(Object.keys(e)).not.toContain(e.point === undefined ? 'point' : 'none');
+  }
+  expect(events[4]!.at).toBeGreaterThanOrEqual(events[2]!.at);
+  await t.close();
+});
+
+test('unit events: a CAS that came from the cutover-wait fallback says so on its S2 event', async () => {
+  const events: UnitEvent[] = [];
+  const t = setup({ events });
+  t.prepare('a');
+  t.parcel('a');
+  t.clock.increment(CUTOVER_WAIT_MS + 1); // no cutover within the wait (§13)
+  await settle();
+  expect(events.filter((e) => e.state === 'committed').map((e) => [e.unit, e.point, e.fellBack])).toEqual([['u-a', 'S2', true]]);
+  expect(events.at(-1)!.state).toBe('opened');
   await t.close();
 });

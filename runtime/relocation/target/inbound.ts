@@ -26,6 +26,8 @@ import { TargetUnit } from './unit';
 
 type PayloadResult = { ok: true; bytes: Buffer } | { ok: false; error: Error };
 
+const INCOMPATIBLE = 'types, policies, adapters or capacity do not match this target';
+
 export class Inbound implements ParcelOwner {
   private readonly units = new Map<string, TargetUnit>();
   private readonly stagingByKey = new Map<ObjectKey, TargetUnit>();
@@ -81,7 +83,8 @@ export class Inbound implements ParcelOwner {
 
   /** The temporary queue for a key of a unit in flight here, if any. */
   staging(key: ObjectKey): ((env: Envelope) => void) | undefined {
-    return this.stagingByKey.get(key)?.stage;
+    const unit = this.stagingByKey.get(key);
+    return unit && ((env) => unit.stage(env));
   }
 
   unstage(unit: TargetUnit): void {
@@ -102,29 +105,28 @@ export class Inbound implements ParcelOwner {
    * `r.fail`, temporary queue and staging expiry); the type capabilities are checked once per message.
    */
   onPrepare(from: NodeRef, message: PrepareMessage): void {
-    let typeOk: boolean[] | undefined;
-    for (const p of message.units) {
-      typeOk ??= message.types.map((cap) => {
-        const def = this.ports.types.get(cap.type);
-        return !!def && compatible(cap, describeType(def));
-      });
-      this.prepareUnit(from, p, typeOk);
-    }
+    if (message.units.length === 0) return;
+    // Once per message: the capabilities (§4 unit compatibility) and whether this host takes units at all. Replies
+    // to the units do not change the host's state, so every unit of the message meets the same answers.
+    const typeOk = message.types.map((cap) => {
+      const def = this.ports.types.get(cap.type);
+      return !!def && compatible(cap, describeType(def));
+    });
+    const refusal = this.ports.refusal();
+    for (const p of message.units) this.prepareUnit(from, p, typeOk, refusal);
   }
 
-  private prepareUnit(from: NodeRef, message: PrepareUnit, typeOk: readonly boolean[]): void {
+  private prepareUnit(from: NodeRef, message: PrepareUnit, typeOk: readonly boolean[], refusal: string | undefined): void {
     const { ports } = this;
     // §17: resending the same relocation request does not create the temporary queue or Restore twice.
     if (this.units.has(message.u)) return void ports.replies.prepared(from, message.u);
-    const fail = (reason: RelocationReason, error: string) => ports.replies.fail(from, message.u, reason, error);
-    const refusal = ports.refusal();
-    if (refusal !== undefined) return void fail(RelocationReason.RelocationFailed, refusal);
+    if (refusal !== undefined) return void ports.replies.fail(from, message.u, RelocationReason.RelocationFailed, refusal);
     // §4 unit compatibility: every type the unit uses, and room for its objects.
-    for (const i of message.ty) if (!typeOk[i]) return void fail(RelocationReason.StateIncompatible, 'types, policies, adapters or capacity do not match this target');
-    if (ports.objects.size + this.stagedObjects + message.keys.length > ports.capacity)
-      return void fail(RelocationReason.StateIncompatible, 'types, policies, adapters or capacity do not match this target');
+    for (const i of message.ty) if (!typeOk[i]) return void ports.replies.fail(from, message.u, RelocationReason.StateIncompatible, INCOMPATIBLE);
+    if (ports.objects.size + this.stagedObjects + message.keys.length > ports.capacity) return void ports.replies.fail(from, message.u, RelocationReason.StateIncompatible, INCOMPATIBLE);
     for (const key of message.keys) {
-      if (ports.objects.get(key) || this.stagingByKey.has(key)) return void fail(RelocationReason.RelocationFailed, `object ${key} already exists on the target`);
+      if (ports.objects.get(key) || this.stagingByKey.has(key))
+        return void ports.replies.fail(from, message.u, RelocationReason.RelocationFailed, `object ${key} already exists on the target`);
     }
     const unit = new TargetUnit(ports, from, message);
     for (const key of unit.keys) this.stagingByKey.set(key, unit);
@@ -140,7 +142,7 @@ export class Inbound implements ParcelOwner {
   onPayload(from: NodeRef, payloadId: string, result: PayloadResult): void {
     if (payloadId.startsWith(PARCEL_ID_PREFIX)) return this.onParcel(from, payloadId, result);
     const restored: TargetUnit[] = [];
-    this.restoreUnit(from, payloadId, result, restored);
+    this.restoreUnit(from, payloadId, result.ok ? result.bytes : result.error, restored);
     this.startParcel(restored);
   }
 
@@ -164,11 +166,12 @@ export class Inbound implements ParcelOwner {
       return;
     }
     const restored: TargetUnit[] = [];
-    for (const u of decoded) this.restoreUnit(from, u.unit, u.ok ? { ok: true, bytes: u.payload } : { ok: false, error: new Error(u.error) }, restored);
+    for (const u of decoded) this.restoreUnit(from, u.unit, u.ok ? u.payload : new Error(u.error), restored);
     this.startParcel(restored);
   }
 
-  private restoreUnit(from: NodeRef, id: string, result: PayloadResult, restored: TargetUnit[]): void {
+  /** One unit's payload bytes, or why it has none (its checksum failed, or the transport refused it). */
+  private restoreUnit(from: NodeRef, id: string, payload: Buffer | Error, restored: TargetUnit[]): void {
     const { ports } = this;
     const unit = this.units.get(id);
     if (!unit || !sameNode(unit.source, from)) {
@@ -181,9 +184,9 @@ export class Inbound implements ParcelOwner {
     // Abandoned before its payload came (expired, aborted): an explicit failure before relay-ready, so the source
     // restores its work (§11) instead of waiting for a reply that never comes.
     if (unit.abandoned) return void ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'the target unit expired before its payload arrived');
-    if (!result.ok) return this.failUnit(unit, `payload rejected: ${result.error.message}`);
+    if (payload instanceof Error) return this.failUnit(unit, `payload rejected: ${payload.message}`);
     try {
-      unit.restore(decodePayload(result.bytes));
+      unit.restore(decodePayload(payload));
     } catch (error) {
       return this.failUnit(unit, `restore failed: ${(error as Error).message}`);
     }

@@ -78,16 +78,21 @@ export class TargetParcel {
     if (this.commitFailed) return queueMicrotask(() => this.actor.send({ type: 'COMMIT_FAILED' }));
     const failed: TargetUnit[] = [];
     let remaining = this.units.length;
-    const settle = (unit: TargetUnit, ok: boolean) => {
+    // Read at the first result, not here: this entry action runs before the machine's snapshot has the context
+    // of the transition that entered `committing` (CUTOVER_WAIT_ENDED sets fellBack in that same step).
+    let fellBack: boolean | undefined;
+    // S2 of each unit is when its own CAS result arrived (the units of one store reply share one clock read).
+    const settle = (unit: TargetUnit, ok: boolean, s2: number) => {
       if (ok) {
-        unit.s2 = this.ports.clock.now();
-        unit.event('committed', 'S2', unit.s2, { fellBack: this.fellBack });
+        fellBack ??= this.fellBack;
+        unit.s2 = s2;
+        unit.event('committed', 'S2', s2, fellBack);
       } else failed.push(unit);
       if (--remaining === 0) this.committed(failed);
     };
     const single: TargetUnit[] = [];
     for (const unit of this.units) {
-      if (unit.prepare.kind === 'spotWide') void this.commitAggregate(unit).then((ok) => settle(unit, ok));
+      if (unit.prepare.kind === 'spotWide') void this.commitAggregate(unit).then((ok) => settle(unit, ok, this.ports.clock.now()));
       else single.push(unit);
     }
     if (single.length > 0) this.commitRecords(single, 0, settle);
@@ -103,33 +108,36 @@ export class TargetParcel {
   }
 
   /** One coalesced casMany per tick for every unit committing now (per-unit result, per-unit retry). */
-  private commitRecords(units: TargetUnit[], attempt: number, settle: (unit: TargetUnit, ok: boolean) => void): void {
+  private commitRecords(units: TargetUnit[], attempt: number, settle: (unit: TargetUnit, ok: boolean, s2: number) => void): void {
     this.ports.owners.submit(
       units.map((u) => u.casRequest()),
       (outcomes: CasOutcome[]) => {
         const retry: TargetUnit[] = [];
         let lastError: unknown;
-        outcomes.forEach((outcome, i) => {
+        const now = this.ports.clock.now();
+        for (let i = 0; i < outcomes.length; i++) {
+          const outcome = outcomes[i]!;
           const unit = units[i]!;
           if ('error' in outcome) {
             if (this.mayRetry(outcome.error)) retry.push(unit);
-            else settle(unit, this.gaveUp(unit, outcome.error));
+            else settle(unit, this.gaveUp(unit, outcome.error), now);
             lastError = outcome.error;
-            return;
+            continue;
           }
           if (outcome.status !== 'applied') {
             this.ports.logger.error({ unit: unit.id }, 'owner changed under the relocation unit; prepared objects discarded');
-            return settle(unit, false);
+            settle(unit, false, now);
+            continue;
           }
           unit.restored[0]!.authorityGeneration = outcome.record!.authorityGeneration;
-          settle(unit, true);
-        });
+          settle(unit, true, now);
+        }
         if (retry.length === 0) return;
         void sleep(this.ports.clock, Math.min(1000, 20 * 2 ** attempt))
           .catch(() => undefined)
           .then(() => {
             if (this.mayRetry(lastError)) this.commitRecords(retry, attempt + 1, settle);
-            else for (const unit of retry) settle(unit, this.gaveUp(unit, lastError));
+            else for (const unit of retry) settle(unit, this.gaveUp(unit, lastError), this.ports.clock.now());
           });
       },
     );
@@ -185,9 +193,10 @@ export class TargetParcel {
 
   /** S3 for every unit: merge in order, switch the route, open dispatch. */
   openDispatch(): void {
+    const s3 = this.ports.clock.now();
     for (const unit of this.units) {
       this.owner.unstage(unit);
-      unit.open();
+      unit.open(s3);
     }
   }
 

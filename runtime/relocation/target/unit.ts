@@ -10,12 +10,23 @@ import type { Envelope } from '../../envelope';
 import { idOf, spotKey } from '../../keys';
 import type { Lane, WorkItem } from '../../lane';
 import type { Hosted } from '../../objects';
-import { telemetry } from '../../telemetry';
+import { telemetry, type UnitTimings } from '../../telemetry';
 import type { UnitEvent } from '../events';
 import type { UnitPayload } from '../payload';
 import type { InboundPorts } from '../ports';
 import type { CutoverMessage, PrepareUnit, RelayPartMessage } from '../protocol';
 import type { TargetParcel } from './parcel';
+
+const NO_TICKS: ReadonlySet<string> = new Set();
+/**
+ * The one empty list every unit starts with and goes back to (no five arrays per unit, issue [6/10]). Frozen: a
+ * push site replaces it with its own array first.
+ */
+const NONE: never[] = Object.freeze([]) as unknown as never[];
+
+/** Metric attributes per unit kind, built once (the histogram is recorded per unit). */
+const KIND_ATTRIBUTES = new Map<string, UnitTimings>();
+const unitKindAttributes = (unitKind: string): UnitTimings => KIND_ATTRIBUTES.get(unitKind) ?? KIND_ATTRIBUTES.set(unitKind, { unitKind }).get(unitKind)!;
 
 export class TargetUnit {
   readonly keys: string[];
@@ -26,14 +37,14 @@ export class TargetUnit {
   /** Its cutover (pre-boundary relay batch) arrived. */
   hasCutover = false;
   /** Saved work: the source's unexecuted queue, as captured. */
-  private saved: WorkItem[] = [];
+  private saved: WorkItem[] = NONE;
   /** The pre-boundary relay span; a retransmission replaces it whole (§13). */
-  private relay: Envelope[] = [];
+  private relay: Envelope[] = NONE;
   /** Leading parts of the relay batch being received (a batch larger than one frame). */
-  private incoming: Envelope[] = [];
+  private incoming: Envelope[] = NONE;
   /** Remaining temporary work: what arrived here (followed or direct) after the relay, in arrival order. */
-  private temporary: Envelope[] = [];
-  restored: Hosted[] = [];
+  private temporary: Envelope[] = NONE;
+  restored: Hosted[] = NONE;
   private lane: Lane | undefined;
   private opened = false;
   /** Ids of the relayed messages, kept after opening only when a relay was non-empty (late retransmissions). */
@@ -62,10 +73,11 @@ export class TargetUnit {
   }
 
   /** The temporary queue of every object of this unit (§10.3: one group, each record keeps its target). */
-  stage = (env: Envelope): void => {
+  stage(env: Envelope): void {
     if (this.opened) return void this.ports.routes.dispatch(env, true);
+    if (this.temporary === NONE) this.temporary = [];
     this.temporary.push(env);
-  };
+  }
 
   /** Builds the unit's objects, paused: nothing runs before the owner CAS and the merge (§10.3). Throws on failure. */
   restore(payload: UnitPayload): void {
@@ -73,9 +85,11 @@ export class TargetUnit {
     const lane = objects.newLane();
     lane.pause();
     this.lane = lane;
-    const pendingTicks = new Map<string, Set<string>>();
-    for (const item of payload.queue) if (item.k === 'tick') (pendingTicks.get(item.to) ?? pendingTicks.set(item.to, new Set()).get(item.to)!).add(item.name);
-    const seqs = new Map<string, Map<string, number>>();
+    const { queue } = payload;
+    // Pending ticks and timer sequences only matter when something is queued (most units have an empty queue).
+    let pendingTicks: Map<string, Set<string>> | undefined;
+    for (const item of queue) if (item.k === 'tick') ((pendingTicks ??= new Map()).get(item.to) ?? pendingTicks.set(item.to, new Set()).get(item.to)!).add(item.name);
+    const seqs = queue.length > 0 ? new Map<string, Map<string, number>>() : undefined;
     const sharedLane = payload.kind === 'spotWide';
     const restored: Hosted[] = [];
     try {
@@ -87,7 +101,10 @@ export class TargetUnit {
         // §9: PreserveStateWith restores the adapter's bytes; RecreateOnRelocation and PerActor shells run the factory.
         hosted.state = c.state !== undefined && policy.kind === 'preserve' ? policy.restore(Buffer.from(c.state.buffer, c.state.byteOffset, c.state.length)) : def.create(c.key.slice(2));
         if (c.ext !== undefined) objects.restoreExtensions(hosted, c.ext);
-        seqs.set(c.key, hosted.timers.install(c.timers, pendingTicks.get(c.key) ?? new Set()));
+        if (c.timers.length > 0 || seqs) {
+          const installed = hosted.timers.install(c.timers, pendingTicks?.get(c.key) ?? NO_TICKS);
+          seqs?.set(c.key, installed);
+        }
         restored.push(hosted);
       }
     } catch (error) {
@@ -96,16 +113,17 @@ export class TargetUnit {
       throw error;
     }
     this.restored = restored;
-    this.saved = payload.queue.map((item): WorkItem => {
-      if (item.k === 'msg') return { k: 'msg', to: item.to, env: item.env };
-      return { k: 'tick', to: item.to, name: item.name, seq: seqs.get(item.to)?.get(item.name) ?? -1 };
-    });
+    if (queue.length > 0)
+      this.saved = queue.map((item): WorkItem => {
+        if (item.k === 'msg') return { k: 'msg', to: item.to, env: item.env };
+        return { k: 'tick', to: item.to, name: item.name, seq: seqs!.get(item.to)?.get(item.name) ?? -1 };
+      });
   }
 
   /** A leading part of a relay batch too large for one frame; the batch's first frame starts the span afresh. */
   onRelayPart(message: RelayPartMessage): void {
     if (this.opened) return this.deliverLate(message.relay);
-    if (message.first) this.incoming = [];
+    if (message.first || this.incoming === NONE) this.incoming = [];
     for (const env of message.relay) this.incoming.push(env);
   }
 
@@ -117,7 +135,7 @@ export class TargetUnit {
     }
     // Full replacement of the pre-boundary span (§13) by the whole (re)transmitted batch, never a per-message merge.
     this.relay = message.first ? message.relay : [...this.incoming, ...message.relay];
-    this.incoming = [];
+    this.incoming = NONE;
     const first = !this.hasCutover;
     this.hasCutover = true;
     return first;
@@ -134,8 +152,8 @@ export class TargetUnit {
     return { object: idOf(root.key), opId: `reloc:${this.prepare.u}`, expectedAuthorityGeneration: root.authorityGeneration, owner: this.ports.self };
   }
 
-  /** Merge in order, switch the route, OnRelocationReadyCompleted, open dispatch (S3). */
-  open(): void {
+  /** Merge in order, switch the route, OnRelocationReadyCompleted, open dispatch (S3 = `s3`, one clock read per parcel). */
+  open(s3: number): void {
     const { objects, routes } = this.ports;
     this.opened = true;
     if (this.relay.length > 0) this.relayIds = new Set(this.relay.map((env) => env.id));
@@ -146,23 +164,23 @@ export class TargetUnit {
     const lane = this.lane!;
     const root = this.restored[0]!;
     if (this.prepare.kind === 'spotWide' && (root.def as SpotDefinition).readiness === 'ApplicationSignaled') objects.runReadyCompleted(root, 'Relocated');
-    const items: WorkItem[] = this.saved;
-    for (const env of this.relay) items.push({ k: 'msg', to: env.to, env });
-    for (const env of this.temporary) items.push({ k: 'msg', to: env.to, env });
-    this.saved = [];
-    this.temporary = [];
-    this.relay = [];
-    for (const item of items) {
+    // Saved work, then the relay span, then the temporary work: in that order (§10.3). No merged copy of the three.
+    const { saved, relay, temporary } = this;
+    this.saved = NONE;
+    this.temporary = NONE;
+    this.relay = NONE;
+    for (const item of saved) {
       const owner = objects.get(item.to);
       if (!owner) continue;
       if (item.k === 'msg') objects.deliver(item.env);
       else owner.lane.push(item);
     }
+    for (const env of relay) if (objects.get(env.to)) objects.deliver(env);
+    for (const env of temporary) if (objects.get(env.to)) objects.deliver(env);
     for (const o of this.restored) o.timers.start();
     for (const o of this.restored) if (o.lane !== lane) o.lane.resume();
     lane.resume();
-    const s3 = this.ports.clock.now();
-    telemetry.targetResume(s3 - this.s2, { unitKind: this.prepare.kind });
+    telemetry.targetResume(s3 - this.s2, unitKindAttributes(this.prepare.kind));
     this.event('opened', 'S3', s3);
     if (this.prepare.kind === 'perActorShell') {
       // Member Actors whose own units opened before this shell re-link to it now.
@@ -200,16 +218,21 @@ export class TargetUnit {
    * ~7 KB each until their entry expired).
    */
   release(): void {
-    this.restored = [];
-    this.saved = [];
-    this.relay = [];
-    this.incoming = [];
-    this.temporary = [];
+    this.restored = NONE;
+    this.saved = NONE;
+    this.relay = NONE;
+    this.incoming = NONE;
+    this.temporary = NONE;
     this.lane = undefined;
   }
 
-  event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, extra: Partial<UnitEvent> = {}): void {
-    if (!this.ports.unitEvents.active) return;
-    this.ports.unitEvents.emit({ side: 'target', unit: this.prepare.u, kind: this.prepare.kind, state, ...(point ? { point } : {}), objects: this.keys, at, ...extra });
+  /** One per unit and step (only built when someone listens); `fellBack` only on S2. Built as plain literals, no spreads. */
+  event(state: UnitEvent['state'], point: UnitEvent['point'], at: number, fellBack?: boolean): void {
+    const { unitEvents } = this.ports;
+    if (!unitEvents.active) return;
+    const { u, kind } = this.prepare;
+    if (point === undefined) unitEvents.emit({ side: 'target', unit: u, kind, state, objects: this.keys, at });
+    else if (fellBack === undefined) unitEvents.emit({ side: 'target', unit: u, kind, state, point, objects: this.keys, at });
+    else unitEvents.emit({ side: 'target', unit: u, kind, state, point, objects: this.keys, at, fellBack });
   }
 }
