@@ -255,7 +255,10 @@ describe('round trips', () => {
       ...minimal,
       unit: 'u:日本語-' + 'x'.repeat(40),
       objects: [{ key: 'a:ünïcödé 🎉', type: 'Ω'.repeat(30), gen: 0, auth: 0, mode: 'entry', spot: '', timers: [{ name: '⏰', remainingMs: 1 }] }],
-      queue: [{ k: 'tick', to: '', name: 'n'.repeat(100) }],
+      queue: [
+        { k: 'tick', to: '', name: 'n'.repeat(100) },
+        { k: 'tick', to: '\ufffd', name: 'a real U+FFFD in long text: \ufffd' },
+      ],
     };
     expect(decodePayload(encodePayload(p))).toStrictEqual(p);
   });
@@ -402,6 +405,8 @@ describe('rejections name the field and the rule', () => {
     ['an unknown kind code', layout({ kind: u8(4) }), /^payload\.kind must be one of actor, perActorShell, spotWide, instance$/],
     ['a unit id that is not UTF-8', layout({ unit: text(Buffer.from([0x75, 0xc3])) }), /^payload\.unit must be valid UTF-8$/],
     ['a unit id with a UTF-8 surrogate', layout({ unit: text(Buffer.from([0x75, 0xed, 0xa0, 0x80])) }), /^payload\.unit must be valid UTF-8$/],
+    ['a long unit id that is not UTF-8', layout({ unit: text(Buffer.concat([Buffer.from('u:'.padEnd(30, 'x')), Buffer.from([0xff])])) }), /^payload\.unit must be valid UTF-8$/],
+    ['a long unit id with an overlong encoding', layout({ unit: text(Buffer.concat([Buffer.from('u:'.padEnd(30, 'x')), Buffer.from([0xc0, 0xaf])])) }), /^payload\.unit must be valid UTF-8$/],
     ['a unit id longer than the payload', layout({ unit: Buffer.concat([u32(1000), Buffer.from('u:x')]) }), /^payload\.unit is cut short \(its length needs 1000 bytes, \d+ left\)$/],
     ['more objects than the bytes can hold', layout({ objectCount: u32(0xffffffff) }), /^payload\.objects counts 4294967295 items, more than the \d+ bytes left can hold$/],
     ['no objects', layout({ objectCount: u32(0) }), /^payload\.objects must be a non-empty array$/],
