@@ -535,8 +535,9 @@ function readExt(r: Reader, i: number): Record<string, Uint8Array> {
     const bytes = r.bytes();
     if (bytes === undefined) fail(`payload.objects[${i}].ext.${name}`, r.why);
     if (Object.prototype.hasOwnProperty.call(ext, name)) fail(`payload.objects[${i}].ext`, `must not name '${name}' twice`);
-    // An own property even for '__proto__' (a plain assignment would set the prototype instead).
-    Object.defineProperty(ext, name, { value: bytes, enumerable: true, writable: true, configurable: true });
+    // An own field even for '__proto__' (assigning it would set the prototype instead).
+    if (name === '__proto__') Object.defineProperty(ext, name, { value: bytes, enumerable: true, writable: true, configurable: true });
+    else ext[name] = bytes;
   }
   return ext;
 }
