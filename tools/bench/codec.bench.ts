@@ -4,7 +4,6 @@
  * typical values, ns per op, median of --runs; plus encoded sizes.   npm run bench:codec -- --runs 5
  */
 import { deserialize, serialize } from 'node:v8';
-import { Packr } from 'msgpackr';
 import { parseArgs } from 'node:util';
 import { decodeValue, encodeValue } from '../../runtime/codec';
 import { decodePayload, encodePayload, PAYLOAD_VERSION, type UnitPayload } from '../../runtime/relocation/payload';
@@ -48,29 +47,38 @@ if (rows.length > 0) {
 }
 
 /**
- * Unit payload decode (runtime/relocation/payload.ts, issue [6/10]: no zod on the hot path), µs per payload,
- * median of --runs: one object with 1 KiB of state bytes, one timer, an empty queue.
- *   npm run bench:codec -- --only payload --runs 9
- * Measured (Node 20, 2 shared cores under load; median of 5 interleaved runs of --runs 9 --ops 100000):
- * zod schema over msgpackr 4.53 µs → hand-written validator 1.89 µs; msgpackr unpack alone ≈ 2.0 µs, so the
- * validator costs ~0.1–0.3 µs. A prototype hand-written binary layout decoded the same payload in ~0.9 µs: the
- * MessagePack format was kept (no version change, same accepted set as before), see runtime/relocation/payload.ts.
+ * Unit payload encode and decode (runtime/relocation/payload.ts, issue [6/10]: state bytes stay bytes, no zod on the
+ * hot path), µs per payload, median of --runs. Two cases: the common one (one object with 1 KiB of state bytes, one
+ * timer, an empty queue) and a richer one (a SpotWide unit: three objects, spots, timers, extension state, queued
+ * messages and a pending tick).   npm run bench:codec -- --only payload --runs 9
  */
-const payload: UnitPayload = {
-  v: PAYLOAD_VERSION,
-  unit: 'u:actor-1',
-  kind: 'actor',
-  objects: [{ key: 'a:actor-1', type: 'counter', gen: 1, auth: 3, mode: 'entry', state: Buffer.alloc(1024, 7), timers: [{ name: 'tick', remainingMs: 250, periodMs: 500 }] }],
-  queue: [],
+const message = (id: string, to: string) => ({ id, to, gen: 2, body: encodeValue({ say: 'hi', n: 1 }, 'message'), from: { nodeId: 'node-a', lifecycleGeneration: 3 }, req: 1 as const, seq: 17 });
+const payloads: Record<string, UnitPayload> = {
+  '1 object, 1 KiB state, 1 timer': {
+    v: PAYLOAD_VERSION,
+    unit: 'u:actor-1',
+    kind: 'actor',
+    objects: [{ key: 'a:actor-1', type: 'counter', gen: 1, auth: 3, mode: 'entry', state: Buffer.alloc(1024, 7), timers: [{ name: 'tick', remainingMs: 250, periodMs: 500 }] }],
+    queue: [],
+  },
+  'SpotWide: 3 objects, timers, ext, 2 msgs + 1 tick': {
+    v: PAYLOAD_VERSION,
+    unit: 'u:room-1',
+    kind: 'spotWide',
+    objects: [
+      { key: 's:room-1', type: 'room', gen: 4, auth: 9, mode: 'SpotWide', state: Buffer.alloc(512, 1), timers: [{ name: 'tick', remainingMs: 250, periodMs: 500 }, { name: 'once', remainingMs: 12.5 }], ext: { sessions: Buffer.alloc(40, 2) } },
+      { key: 'a:alice', type: 'member', gen: 1, auth: 9, mode: 'member', spot: 'room-1', state: Buffer.alloc(128, 3), timers: [] },
+      { key: 'a:bob', type: 'member', gen: 2, auth: 9, mode: 'member', spot: 'room-1', state: Buffer.alloc(128, 4), timers: [{ name: 'idle', remainingMs: 30_000 }] },
+    ],
+    queue: [
+      { k: 'msg', to: 's:room-1', env: message('2b7c4f0e-1d7a-4c3e-9a55-0f1c2d3e4f50', 's:room-1') },
+      { k: 'tick', to: 's:room-1', name: 'tick' },
+      { k: 'msg', to: 'a:bob', env: message('9e8d7c6b-5a49-4837-a625-14f3e2d1c0b9', 'a:bob') },
+    ],
+  },
 };
-const encoded = encodePayload(payload);
-const payloadRows: { case: string; usPerDecode: number; bytes: number }[] = [];
-// The MessagePack part alone (payload.ts's Packr options): what a hand-written binary layout could at most save.
-const unpackOnly = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
-for (const [name, run] of [
-  ['decodePayload, 1 object, 1 KiB state', () => decodePayload(encoded)],
-  ['msgpackr unpack only (same bytes)', () => unpackOnly.unpack(encoded)],
-] as const) {
+const payloadRows: { case: string; usPerEncode: number; usPerDecode: number; bytes: number }[] = [];
+const usPerOp = (run: () => unknown): number => {
   const samples: number[] = [];
   for (let r = 0; r < runs; r++) {
     for (let i = 0; i < 20_000; i++) run(); // warm-up
@@ -78,7 +86,11 @@ for (const [name, run] of [
     for (let i = 0; i < ops; i++) run();
     samples.push(Number(process.hrtime.bigint() - t0) / ops / 1000);
   }
-  payloadRows.push({ case: name, usPerDecode: Number(median(samples).toFixed(3)), bytes: encoded.length });
+  return Number(median(samples).toFixed(3));
+};
+for (const [name, payload] of Object.entries(payloads)) {
+  const encoded = encodePayload(payload);
+  payloadRows.push({ case: name, usPerEncode: usPerOp(() => encodePayload(payload)), usPerDecode: usPerOp(() => decodePayload(encoded)), bytes: encoded.length });
 }
 console.table(payloadRows);
 console.log(JSON.stringify(payloadRows));
