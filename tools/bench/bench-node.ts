@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import WebSocket, { WebSocketServer } from 'ws';
 import {
@@ -65,6 +66,8 @@ export class BenchNode {
   private rssTimer: NodeJS.Timeout | undefined;
   /** CPU time of this process from `watch` to `stats` (user + system): robust where wall clock is skewed by load. */
   private cpuBefore: NodeJS.CpuUsage | undefined;
+  /** How long this process's event loop was blocked during the move (a stall here delays every unit's reply). */
+  private loopDelay: IntervalHistogram | undefined;
   private readonly s0 = new Map<string, number>();
   private readonly s1 = new Map<string, number>();
   private readonly s2 = new Map<string, number>();
@@ -170,6 +173,8 @@ export class BenchNode {
     this.watching = true;
     this.rssBefore = this.rssPeak = process.memoryUsage.rss();
     this.cpuBefore = process.cpuUsage();
+    this.loopDelay = monitorEventLoopDelay({ resolution: 10 });
+    this.loopDelay.enable();
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
     this.rssTimer = setInterval(() => (this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss())), 100);
@@ -231,8 +236,11 @@ export class BenchNode {
     sortNum(s2s3);
     const summary = (xs: number[]) => ({ count: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: xs[xs.length - 1] ?? NaN });
     const cpu = process.cpuUsage(this.cpuBefore);
+    this.loopDelay?.disable();
+    const loop = this.loopDelay;
     return {
       cpuMs: (cpu.user + cpu.system) / 1000,
+      loopDelayMs: loop ? { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } : undefined,
       rssBeforeMB: this.rssBefore / 2 ** 20,
       rssPeakMB: this.rssPeak / 2 ** 20,
       s0s1: summary(s0s1),

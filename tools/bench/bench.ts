@@ -45,7 +45,9 @@ const USAGE = `usage: npm run bench -- [--n <actors>] [--stack redis|memory] [--
 /** `ZLINK_BENCH_CPU_PROF=<dir>`: each child host writes a V8 CPU profile there (open it in Chrome DevTools). */
 function cpuProfileArgs(config: NodeConfig): string[] {
   const dir = process.env.ZLINK_BENCH_CPU_PROF;
-  return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=bench-${config.role}.cpuprofile`] : [];
+  // `ZLINK_BENCH_NODE_ARGS="--trace-gc"` (space-separated): more node flags for the child hosts, for diagnosis.
+  const extra = process.env.ZLINK_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  return [...extra, ...(dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=bench-${config.role}.cpuprofile`] : [])];
 }
 
 function parseFlags() {
@@ -126,6 +128,7 @@ function startTraffic(send: (a: number, q: number) => void): Traffic {
 
 interface UnitStats {
   cpuMs: number;
+  loopDelayMs?: { p99: number; max: number };
   rssBeforeMB: number;
   rssPeakMB: number;
   s0s1: { count: number; p50: number; p99: number; max: number };
@@ -339,6 +342,7 @@ async function main(): Promise<void> {
           targetUnitsDiscarded: ts.discarded,
           runtimeLog: { source: ss.runtimeLog, target: ts.runtimeLog },
           cpuMs: { source: round(ss.cpuMs), target: round(ts.cpuMs), oneProcess: stack === 'memory' },
+          eventLoopDelayMs: { source: ss.loopDelayMs, target: ts.loopDelayMs },
           rss: {
             sourceBeforeMB: round(rss[0]!.rssMB),
             sourcePeakMB: round(ss.rssPeakMB),
@@ -415,6 +419,7 @@ type Results = {
       casAfterS1: { units: number; p50: number; p99: number; max: number };
       fallbacksFromUnitEvents: number;
       cpuMs: { source: number; target: number; oneProcess: boolean };
+      eventLoopDelayMs: { source?: { p99: number; max: number }; target?: { p99: number; max: number } };
       rss: { sourceBeforeMB: number; sourcePeakMB: number; targetBeforeMB: number; targetPeakMB: number; oneProcess: boolean };
       traffic: { sent: number; sendErrors: number; reportErrors: number };
     };
@@ -454,6 +459,11 @@ function printTable(r: Results): void {
       z.cpuMs.oneProcess
         ? `${z.cpuMs.source} ms (${round((z.cpuMs.source * 1000) / r.n)} µs/unit)`
         : `${z.cpuMs.source} / ${z.cpuMs.target} ms  (${round((z.cpuMs.source * 1000) / r.n)} / ${round((z.cpuMs.target * 1000) / r.n)} µs/unit; user + system, robust to load)`,
+    ],
+    [
+      'zlink',
+      'event loop delay p99 / max, source | target',
+      `${round(z.eventLoopDelayMs.source?.p99 ?? NaN)} / ${round(z.eventLoopDelayMs.source?.max ?? NaN)} ms | ${round(z.eventLoopDelayMs.target?.p99 ?? NaN)} / ${round(z.eventLoopDelayMs.target?.max ?? NaN)} ms  (blocked loop: every reply waits)`,
     ],
     [
       'zlink',

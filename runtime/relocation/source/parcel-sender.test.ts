@@ -1,7 +1,7 @@
 import type { NodeRef } from '../../../vocabulary';
 import type { BudgetLease, Transport } from '../../../transport/types';
 import { decodeParcel } from '../parcel';
-import { PARCEL_ID_PREFIX, ParcelSender } from './parcel-sender';
+import { PARCEL_ID_PREFIX, PARCEL_MAX_UNITS, ParcelSender } from './parcel-sender';
 
 const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };
 /** The callback API as a promise, for the tests. */
@@ -30,6 +30,21 @@ describe('ParcelSender', () => {
     ]);
     sent[0]!.lease.release();
     expect(released.sort()).toEqual(['u1', 'u2', 'u3']);
+  });
+
+  test(`units sealed in one turn beyond ${PARCEL_MAX_UNITS} go as several parcels, in order (each one a short task)`, async () => {
+    const sent: Buffer[] = [];
+    const transport = {
+      sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
+        sent.push(bytes);
+        l.release();
+      },
+    } as unknown as Transport;
+    const sender = new ParcelSender(() => transport);
+    const units = Array.from({ length: PARCEL_MAX_UNITS * 2 + 1 }, (_, i) => `u${i}`);
+    await Promise.all(units.map((u) => sendUnit(sender, u, Buffer.from(u), lease([], u))));
+    expect(sent.map((bytes) => decodeParcel(bytes).length)).toEqual([PARCEL_MAX_UNITS, PARCEL_MAX_UNITS, 1]);
+    expect(sent.flatMap((bytes) => decodeParcel(bytes).map((u) => u.unit))).toEqual(units);
   });
 
   test('a refused parcel fails every unit it carried', async () => {

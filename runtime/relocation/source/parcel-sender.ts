@@ -13,6 +13,13 @@ import { encodeParcel } from '../parcel';
 
 /** Bytes of unit payloads per parcel: the transport chunks it; small enough that one parcel is not a long stall. */
 export const PARCEL_MAX_BYTES = 4 * 1024 * 1024;
+/**
+ * Units per parcel. A parcel is encoded in one task here and restored in one task on the target, and its units
+ * hear relay-ready together: 256 keeps each task a few ms (measured: a burst of ~3,000 small units in one parcel
+ * blocked the source for 171 ms at 100k units, raising S0→S1 for every unit in flight), while the target's machine
+ * per parcel still costs < 1 µs per unit (tools/bench/unit-machines.bench.ts).
+ */
+export const PARCEL_MAX_UNITS = 256;
 /** Transport payload ids of parcels start with this (a unit id never does). */
 export const PARCEL_ID_PREFIX = 'parcel:';
 
@@ -65,7 +72,7 @@ export class ParcelSender {
       let parcel: Item[] = [];
       let bytes = 0;
       for (const item of items) {
-        if (parcel.length > 0 && bytes + item.bytes.length > PARCEL_MAX_BYTES) {
+        if (parcel.length > 0 && (bytes + item.bytes.length > PARCEL_MAX_BYTES || parcel.length === PARCEL_MAX_UNITS)) {
           this.ship(target, parcel);
           parcel = [];
           bytes = 0;

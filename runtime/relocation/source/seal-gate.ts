@@ -19,7 +19,7 @@ export interface SealGateOptions {
   readonly maxWindow: number;
 }
 
-export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs: 25, initialWindow: 16, minWindow: 4, maxWindow: 4096 });
+export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs: 25, initialWindow: 16, minWindow: 4, maxWindow: 1024 });
 
 /** How many times the shortest observed S0→S1 (the base latency of one unit) still counts as not queueing. */
 const BASE_LATENCY_FACTOR = 4;
@@ -113,7 +113,9 @@ export class SealGate {
     const { targetStopMs, minWindow, maxWindow } = this.options;
     this.seen++;
     this.minStopMs = Math.min(this.minStopMs, stopMs);
-    if (stopMs > Math.max(targetStopMs, BASE_LATENCY_FACTOR * this.minStopMs)) this.over = true;
+    // Queueing is told from base latency (a few times the shortest stop seen), but never past twice the target: a
+    // slow start (the first units share the loop with machine creation) must not raise the bar for the whole move.
+    if (stopMs > Math.max(targetStopMs, Math.min(BASE_LATENCY_FACTOR * this.minStopMs, 2 * targetStopMs))) this.over = true;
     if (this.over) {
       // Multiplicative decrease, once per window of completions: one slow burst must not collapse the window.
       if (this.seen >= Math.max(1, this.window >> 1)) {
