@@ -40,6 +40,7 @@ import { isEnvelope } from '../protocol';
 import type { HostedMode } from '../objects';
 import type { TimerRegistration } from '../timers';
 import type { UnitKind } from './protocol';
+import { decodePayloadV2 } from './payload-v2';
 
 /** 3: the binary layout above (2 was MessagePack of the whole payload, 1 carried state as base64 text). */
 export const PAYLOAD_VERSION = 3;
@@ -446,9 +447,10 @@ export function decodePayload(bytes: Uint8Array): UnitPayload {
   const v = r.b[0]!;
   r.o = 1;
   if (v !== PAYLOAD_VERSION) {
-    // Version 2 was a MessagePack map (fixmap, map16, map32).
-    const got = (v >= 0x80 && v <= 0x8f) || v === 0xde || v === 0xdf ? 'a MessagePack map (payload version 2 or older)' : `version ${v}`;
-    fail('payload.v', `must be ${PAYLOAD_VERSION} (this runtime's payload version), got ${got}`);
+    // Version 2 was a MessagePack map (fixmap, map16, map32): still read, so hosts on the older zlink can move their
+    // units here during a rolling update (payload-v2.ts). Anything else is refused.
+    if ((v >= 0x80 && v <= 0x8f) || v === 0xde || v === 0xdf) return decodePayloadV2(r.b);
+    fail('payload.v', `must be ${PAYLOAD_VERSION} (this runtime's payload version) or a version-2 MessagePack map, got version ${v}`);
   }
   const kindCode = r.u8();
   if (kindCode === undefined) fail('payload.kind', r.why);
