@@ -238,7 +238,7 @@ export class Host implements FrameworkRuntime, RelocationHost {
       const units = this.relocation.diagnostics(0).units;
       // The in-flight source states are always reported (0 when empty): a gauge series that stopped being reported
       // would keep its last value in cumulative exporters.
-      const bySource: Record<string, number> = { budget: 0, preparing: 0, safePoint: 0, sealed: 0, ...units.sourceByState };
+      const bySource: Record<string, number> = { queued: 0, budget: 0, preparing: 0, safePoint: 0, sealed: 0, ...units.sourceByState };
       for (const [state, count] of Object.entries(bySource)) report('source', state, count);
       report('target', 'inFlight', units.targetInFlight);
     });

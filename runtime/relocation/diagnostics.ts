@@ -55,6 +55,7 @@ function sourceState(unit: SourceUnit): string {
 
 const WAITING_FOR: Record<string, string> = {
   budget: 'waiting for payload budget',
+  queued: 'waiting for its turn in the relocation pipeline (before its seal; it keeps serving)',
   safePoint: 'waiting for the current turn or application safe point',
   preparing: 'waiting for the target temporary queue',
   closing: 'closed by closeSpot before its seal: waiting for the close to finish (not moved)',

@@ -41,6 +41,8 @@ export interface UnitPoolOwner {
 
 /** Unit machines created per event-loop turn (each costs ~30–50 µs; more would stall replies to units in flight). */
 const START_PER_TURN = 64;
+/** Machines started ahead of the seal window at least (see `lookahead`). */
+const LOOKAHEAD_MIN = 256;
 
 /** The batch being started: its units in inventory order, and how far their machines were created. */
 interface Run {
@@ -53,6 +55,8 @@ interface Run {
   acquiring: boolean;
   /** More units were granted than one turn starts: the rest start in the next turn. */
   resume: NodeJS.Immediate | undefined;
+  /** Units with a machine that have not sealed yet (prepared or preparing on the target, waiting for a permit). */
+  unsealed: number;
   readonly settle: (unit: SourceUnit, failed?: RelocationReason) => void;
 }
 
@@ -112,6 +116,7 @@ export class UnitPool implements UnitStarter {
       head: 0,
       acquiring: false,
       resume: undefined,
+      unsealed: 0,
       settle: (unit, failed) => {
         this.live.delete(unit);
         this.coord.unregisterSource(unit);
@@ -133,12 +138,11 @@ export class UnitPool implements UnitStarter {
   private startGranted(run: Run): void {
     const { outbound } = this.coord;
     let started = 0;
-    while (run.head < run.units.length && !run.acquiring && !this.stopping) {
+    while (run.head < run.units.length && !run.acquiring && !this.stopping && run.unsealed < this.lookahead()) {
       if (started === START_PER_TURN) {
         // The rest in a later turn: creating thousands of machines at once blocks the event loop, and with it the
         // replies that end other units' source stop (S0→S1, §8). Measured: 630 ms for 10k units in one go.
-        if (!run.resume) run.resume = setImmediate(() => ((run.resume = undefined), this.startGranted(run)));
-        return;
+        return this.resumeLater(run);
       }
       const unit = run.units[run.head]!;
       if (unit.actor || unit.ended) {
@@ -178,6 +182,25 @@ export class UnitPool implements UnitStarter {
     }
   }
 
+  private resumeLater(run: Run): void {
+    if (!run.resume) run.resume = setImmediate(() => ((run.resume = undefined), this.startGranted(run)));
+  }
+
+  /**
+   * Machines started ahead of the seal window: enough that a permit always finds a prepared unit, few enough that a
+   * unit prepared on the target seals soon after (its temporary queue expires after restoreValidityMs, §11) and
+   * that machine creation does not crowd the turns that cut other units over. Units behind it stay in flight,
+   * waiting without a machine (`queued`).
+   */
+  private lookahead(): number {
+    return Math.max(LOOKAHEAD_MIN, 2 * this.sealGate.size);
+  }
+
+  /** Why a unit without a machine waits (diagnostics): for payload budget, or for its turn in the pipeline. */
+  waitingReason(): 'budget' | 'queued' {
+    return this.run?.acquiring ? 'budget' : 'queued';
+  }
+
   /** Creates and starts a unit's machine (UnitStarter): a child of the pool actor, with this unit as its driver. */
   start(unit: SourceUnit): void {
     const run = this.run;
@@ -187,15 +210,26 @@ export class UnitPool implements UnitStarter {
     unit.actor = actor;
     this.coord.registerActor(actor, unit);
     this.live.add(unit);
+    run.unsealed++;
+    let unsealed = true;
+    // The unit left `waiting` (sealed, or ended before its seal): the next unit behind the lookahead may start.
+    const leftWaiting = () => {
+      if (!unsealed) return;
+      unsealed = false;
+      run.unsealed--;
+      this.resumeLater(run);
+    };
     let settled = false;
     const settle = (failed?: RelocationReason) => {
       if (settled) return;
       settled = true;
+      leftWaiting();
       subscription.unsubscribe();
       run.settle(unit, failed);
     };
     const subscription = actor.subscribe({
       next: (snapshot) => {
+        if (snapshot.value === 'sealed') return leftWaiting();
         if (DETACHED_STATES.has(snapshot.value)) return settle();
         if (snapshot.status !== 'done') return;
         const output = snapshot.output as UnitSourceOutput;

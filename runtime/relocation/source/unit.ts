@@ -40,6 +40,8 @@ export interface FollowWindow {
 export interface UnitStarter {
   /** Creates and starts the unit's machine now (it enters `waiting`; its `prepare` takes the budget if it has none). */
   start(unit: SourceUnit): void;
+  /** Why a unit without a machine waits: for payload budget, or for its turn in the pipeline (diagnostics). */
+  waitingReason(): 'budget' | 'queued';
   /** STOP reached a unit without a machine: it ends `notStarted` (nothing was taken or sent for it). */
   endUnstarted(unit: SourceUnit): void;
 }
@@ -139,7 +141,8 @@ export class SourceUnit {
   }
 
   /** Which §7 step a unit still `waiting` is at, for diagnostics (budget → preparing → safePoint). */
-  get waitingFor(): 'budget' | 'preparing' | 'safePoint' {
+  get waitingFor(): 'budget' | 'queued' | 'preparing' | 'safePoint' {
+    if (!this.actor) return this.starter.waitingReason();
     return !this.lease ? 'budget' : !this.prepared ? 'preparing' : 'safePoint';
   }
 
