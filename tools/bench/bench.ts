@@ -42,7 +42,10 @@ const USAGE = `usage: npm run bench -- [--n <actors>] [--stack redis|memory] [--
   --url    Redis for the redis stack, the floor CAS pass and the naive baseline (default $REDIS_URL or redis://127.0.0.1:6379)
   --out    results file, default bench/results.json`;
 
-/** `ZLINK_BENCH_CPU_PROF=<dir>`: each child host writes a V8 CPU profile there (open it in Chrome DevTools). */
+/**
+ * `ZLINK_BENCH_CPU_PROF=<dir>`: each child host writes a V8 CPU profile there (open it in Chrome DevTools, or summarize it
+ * with `node dist/tools/bench/profile-summary.js <file> --timeline`, then `--from <ms> --to <ms>`).
+ */
 function cpuProfileArgs(config: NodeConfig): string[] {
   const dir = process.env.ZLINK_BENCH_CPU_PROF;
   // `ZLINK_BENCH_NODE_ARGS="--trace-gc"` (space-separated): more node flags for the child hosts, for diagnosis.
