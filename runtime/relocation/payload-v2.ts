@@ -13,7 +13,7 @@ import type { Envelope } from '../envelope';
 import { isEnvelope } from '../protocol';
 import type { HostedMode } from '../objects';
 import type { TimerRegistration } from '../timers';
-import { PAYLOAD_VERSION, PayloadError, type CapturedItem, type CapturedObject, type UnitPayload } from './payload';
+import { fail, isCount, isNonNegative, isObjectKey, isPositive, isRecord, isText, PAYLOAD_VERSION, PayloadError, type CapturedItem, type CapturedObject, type UnitPayload } from './payload';
 import type { UnitKind } from './protocol';
 
 export const LEGACY_PAYLOAD_VERSION = 2;
@@ -33,31 +33,6 @@ export function decodePayloadV2(bytes: Buffer): UnitPayload {
 
 const UNIT_KINDS: ReadonlySet<unknown> = new Set<UnitKind>(['actor', 'perActorShell', 'spotWide', 'instance']);
 const HOSTED_MODES: ReadonlySet<unknown> = new Set<HostedMode>(['entry', 'member', 'SpotWide', 'PerActor', 'instance']);
-
-/** Paths are only built on the way out, so a valid payload costs no string work. */
-function fail(path: string, rule: string): never {
-  throw new PayloadError(`${path} ${rule}`);
-}
-
-/** A map of MessagePack (not an array, not null). */
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
-/** A safe integer ≥ 0 (Number.isSafeInteger is false for anything but a number). */
-const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
-/** Finite: NaN and ±Infinity are refused. */
-const isNonNegative = (v: unknown): v is number => Number.isFinite(v) && (v as number) >= 0;
-const isPositive = (v: unknown): v is number => Number.isFinite(v) && (v as number) > 0;
-/**
- * `a:` or `s:` and at least one more character that is not a line terminator — exactly /^[as]:.+/ (`.` does not
- * match \n, \r, U+2028, U+2029), checked without a regex.
- */
-function isObjectKey(v: unknown): v is string {
-  if (typeof v !== 'string' || v.length < 3) return false;
-  const c0 = v.charCodeAt(0);
-  if ((c0 !== 97 && c0 !== 115) || v.charCodeAt(1) !== 58) return false;
-  const c2 = v.charCodeAt(2);
-  return c2 !== 10 && c2 !== 13 && c2 !== 0x2028 && c2 !== 0x2029;
-}
 
 function readPayload(raw: unknown): UnitPayload {
   if (!isRecord(raw)) fail('payload', 'must be a map');

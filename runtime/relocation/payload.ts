@@ -107,24 +107,25 @@ const MAX_LENGTH = 0xffffffff;
 const packr = new Packr({ useRecords: false, moreTypes: false, mapsAsObjects: true });
 
 /** Paths are only built on the way out, so a valid payload costs no string work. */
-function fail(path: string, rule: string): never {
+/** Shared with payload-v2.ts (the version-2 reader keeps the same rules and messages). */
+export function fail(path: string, rule: string): never {
   throw new PayloadError(`${path} ${rule}`);
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** A record by name (objects.ts captureExtensions): an object, not a Date, Map or Buffer with keys of its own. */
 const isPlainRecord = (v: unknown): v is Record<string, unknown> => isRecord(v) && Object.prototype.toString.call(v) === '[object Object]';
-const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
+export const isText = (v: unknown): v is string => typeof v === 'string' && v.length > 0;
 /** A safe integer ≥ 0 (Number.isSafeInteger is false for anything but a number). */
-const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+export const isCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
 /** Finite: NaN and ±Infinity are refused. */
-const isNonNegative = (v: unknown): v is number => Number.isFinite(v) && (v as number) >= 0;
-const isPositive = (v: unknown): v is number => Number.isFinite(v) && (v as number) > 0;
+export const isNonNegative = (v: unknown): v is number => Number.isFinite(v) && (v as number) >= 0;
+export const isPositive = (v: unknown): v is number => Number.isFinite(v) && (v as number) > 0;
 /**
  * `a:` or `s:` and at least one more character that is not a line terminator — exactly /^[as]:.+/ (`.` does not
  * match \n, \r, U+2028, U+2029), checked without a regex.
  */
-function isObjectKey(v: unknown): v is string {
+export function isObjectKey(v: unknown): v is string {
   if (typeof v !== 'string' || v.length < 3) return false;
   const c0 = v.charCodeAt(0);
   if ((c0 !== 97 && c0 !== 115) || v.charCodeAt(1) !== 58) return false;
