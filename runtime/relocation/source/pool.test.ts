@@ -125,7 +125,8 @@ describe('source unit actors (memory+in-process)', () => {
 
   test('at the deadline, units still waiting for budget end notStarted without ever having had a machine (§8)', async () => {
     const { source, seen, events, turn, release } = await heldBudget();
-    const result = await source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 800 });
+    // Long enough that the batch starts even on a loaded machine (target wait, preflight); the held unit never seals.
+    const result = await source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 2500 });
     expect(result).toMatchObject({ outcome: RelocationOutcome.Blocked, reason: RelocationReason.DeadlineExceeded });
     await eventually(() => source.diagnostics().units.sourceInFlight === 0, 5000, 'every unit ended');
     // Each unit ended exactly once, not started; only the one that held the budget ever had a machine.
