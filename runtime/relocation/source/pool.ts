@@ -48,7 +48,12 @@ const LOOKAHEAD_MIN = 256;
 interface Run {
   readonly target: NodeRef;
   readonly parent: AnyActorRef;
-  readonly units: SourceUnit[];
+  /**
+   * Slots before `head` are cleared as it passes them: a started unit is held by its machine's driver map and the
+   * coordinator until it settles, and this array must not keep every moved object of the batch alive (and in the
+   * heap every major GC marks) until the whole batch ends (measured earlier: ~3.6 KB per unit).
+   */
+  readonly units: (SourceUnit | undefined)[];
   /** The next unit without a machine (earlier ones were started, or ended without one). */
   head: number;
   /** A budget wait is out for `units[head]` (one at a time: the others wait behind it, §7 FIFO). */
@@ -58,6 +63,11 @@ interface Run {
   /** Units with a machine that have not sealed yet (prepared or preparing on the target, waiting for a permit). */
   unsealed: number;
   readonly settle: (unit: SourceUnit, failed?: RelocationReason) => void;
+}
+
+/** The unit at `head` has its machine (or ended): the run lets go of it. */
+function advance(run: Run): void {
+  run.units[run.head++] = undefined;
 }
 
 export class UnitPool implements UnitStarter {
@@ -146,13 +156,13 @@ export class UnitPool implements UnitStarter {
       }
       const unit = run.units[run.head]!;
       if (unit.actor || unit.ended) {
-        run.head++; // started early (a close) or ended without a machine
+        advance(run); // started early (a close) or ended without a machine
         continue;
       }
       const bytes = outbound.estimateBytes(unit.plan);
       const lease = outbound.tryAcquireBudget(run.target, bytes);
       if (lease) {
-        run.head++;
+        advance(run);
         unit.granted(lease);
         this.start(unit);
         started++;
@@ -167,7 +177,7 @@ export class UnitPool implements UnitStarter {
           run.acquiring = false;
           if (this.stopping || unit.actor || unit.ended) granted.release();
           else {
-            run.head++;
+            advance(run);
             unit.granted(granted);
             this.start(unit);
           }
@@ -254,7 +264,7 @@ export class UnitPool implements UnitStarter {
 
   private endUnstartedFrom(run: Run, reason: RelocationReason | undefined): void {
     // Copied: ending the last unit finishes the batch, and the next batch may start meanwhile.
-    for (const unit of run.units.slice(run.head)) this.endUnstarted(unit, reason);
+    for (const unit of run.units.slice(run.head)) if (unit) this.endUnstarted(unit, reason);
   }
 
   /** §8: after the deadline (or on Shutdown) no new unit starts; started units go on to a safe terminal. */

@@ -135,7 +135,9 @@ export class SealGate {
 
   private admit(): void {
     while (this.inFlight < this.window && this.head < this.waiters.length) {
-      const waiter = this.waiters[this.head++]!;
+      const waiter = this.waiters[this.head]!;
+      // The slot is cleared: a waiter is a unit, with the objects it moves; the gate must not keep it alive.
+      this.waiters[this.head++] = undefined as unknown as PermitWaiter;
       this.inFlight++;
       if (this.granted.push(waiter) === 1) queueMicrotask(() => this.tellGranted());
     }
