@@ -95,8 +95,9 @@ export class UnitPool implements UnitStarter {
 
   /**
    * `parent` is the invoked pool actor: the units become its children. Every unit of the batch is in flight from
-   * here (§7: no cap on concurrent units); each unit's machine is created in inventory order as its payload budget
-   * is granted (see source/unit.ts), so units waiting for budget cost no actor.
+   * here (§7: no cap on concurrent units); each unit's machine is created in inventory order once its payload budget
+   * is granted and it is within the lookahead of the seal window (see source/unit.ts), so units waiting their turn
+   * cost no actor.
    */
   startBatch(batch: 1 | 2 | 3, target: NodeRef | undefined, parent: AnyActorRef, report: (event: PoolReport) => void): void {
     // §12: an Instance Spot closed since the inventory was fixed is not carried (Close came first); one still closing
