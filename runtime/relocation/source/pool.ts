@@ -143,8 +143,9 @@ export class UnitPool implements UnitStarter {
   }
 
   /**
-   * Creates the machines of the next units whose payload budget is granted, in inventory order (§7 FIFO): at once
-   * while the budget has room, then one budget wait for the unit at the head; the units behind it wait with it.
+   * Creates the machines of the next units in inventory order (§7 FIFO) while they are within the lookahead of the
+   * seal window: each with its payload budget, taken at once while the budget has room, else by one budget wait for
+   * the unit at the head (the units behind it wait with it); at most START_PER_TURN per turn.
    */
   private startGranted(run: Run): void {
     const { outbound } = this.coord;

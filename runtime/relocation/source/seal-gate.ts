@@ -59,19 +59,10 @@ export class SealGate {
   }
 
   /**
-   * Resolves when this unit may seal; rejects once the gate is stopped. A unit that no longer wants its permit
-   * takes it when it comes and gives it back at once (one stop for all units, not a signal per unit: an AbortSignal
-   * shared by 100k waiters walks its listener list on every add and remove).
-   */
-  acquire(): Promise<void> {
-    if (this.stopped) return Promise.reject(this.stopped);
-    if (this.tryAcquire()) return Promise.resolve();
-    return new Promise((resolve, reject) => void this.waiters.push({ permitted: resolve, gateStopped: reject }));
-  }
-
-  /**
    * Waits in FIFO order for a permit (after a `tryAcquire` that failed): `waiter.permitted()` runs when it is
-   * granted, `waiter.gateStopped(reason)` when the gate stops first. Always later, never inside this call.
+   * granted, `waiter.gateStopped(reason)` when the gate stops first. Always later, never inside this call. A unit that
+   * no longer wants its permit takes it when it comes and gives it back at once (one stop for all units, not a
+   * signal per unit: an AbortSignal shared by 100k waiters walks its listener list on every add and remove).
    */
   enqueue(waiter: PermitWaiter): void {
     if (this.stopped) {
@@ -82,7 +73,7 @@ export class SealGate {
     this.admit();
   }
 
-  /** A permit now, when one is free and nobody waits for it first (FIFO); false otherwise (then `acquire`). */
+  /** A permit now, when one is free and nobody waits for it first (FIFO); false otherwise (then `enqueue`). */
   tryAcquire(): boolean {
     if (this.stopped || this.inFlight >= this.window || this.head !== this.waiters.length) return false;
     this.inFlight++;

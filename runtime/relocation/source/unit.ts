@@ -4,11 +4,11 @@
  * it needs to know where the unit is, it reads the actor's snapshot. What it keeps is its own I/O progress
  * (lease, prepared, seal permit) and the per-unit data the machine does not hold (S0, S1, captured queue).
  *
- * The machine is created when the unit's payload budget is granted (the pool does it, in inventory order, §7), or
- * at once when the unit must act before that (a close, §12). Until then the unit is in the machine's initial state
- * by definition — `waiting`, for budget — and costs no actor: a 100k-unit batch waits mostly for budget, and an
- * actor per waiting unit was ~2.5 KB of heap each (issue [6/10] RSS). Every unit still exists and waits; no cap
- * on concurrent units is set (§7).
+ * The machine is created when the unit's turn comes — its payload budget granted and the unit within the pool's
+ * lookahead of the seal window, in inventory order (source/pool.ts, §7) — or at once when the unit must act before
+ * that (a close, §12). Until then the unit is in the machine's initial state by definition (`waiting`: queued or for
+ * budget) and costs no actor: an actor per waiting unit was ~2.5 KB of heap each at 100k units (issue [6/10] RSS).
+ * Every unit still exists and waits; no cap on concurrent units is set (§7).
  */
 import type { Actor } from 'xstate';
 import type { unitSourceMachine, UnitSourceEvent } from '../../../machines/unit-source.machine';
@@ -78,7 +78,6 @@ export class SourceUnit {
   private permit = false;
   /** closeSpot reached this Instance Spot before the seal (§12): the unit ends `closed`, not `notStarted`. */
   private closedFirst = false;
-  private endedWithoutMachine = false;
   s0 = 0;
   s1 = 0;
 
@@ -131,16 +130,15 @@ export class SourceUnit {
   /** A unit without a machine ended at STOP: `notStarted`, nothing to give back (no lease, permit or prepare). */
   endedUnstarted(): void {
     this.stopped = true;
-    this.endedWithoutMachine = true;
     this.event('notStarted', undefined, this.ports.clock.now());
   }
 
-  /** It ended before its machine was created (endedUnstarted). */
+  /** It ended before its machine was created (endedUnstarted; `abandon` stops only units that have one). */
   get ended(): boolean {
-    return this.endedWithoutMachine;
+    return this.stopped && !this.actor;
   }
 
-  /** Which §7 step a unit still `waiting` is at, for diagnostics (budget → preparing → safePoint). */
+  /** Which §7 step a unit still `waiting` is at, for diagnostics (queued → budget → preparing → safePoint). */
   get waitingFor(): 'budget' | 'queued' | 'preparing' | 'safePoint' {
     if (!this.actor) return this.starter.waitingReason();
     return !this.lease ? 'budget' : !this.prepared ? 'preparing' : 'safePoint';
