@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import WebSocket, { WebSocketServer } from 'ws';
 import {
@@ -68,6 +68,9 @@ export class BenchNode {
   private cpuBefore: NodeJS.CpuUsage | undefined;
   /** How long this process's event loop was blocked during the move (a stall here delays every unit's reply). */
   private loopDelay: IntervalHistogram | undefined;
+  /** GC pauses of this process's main thread during the move: young generation (scavenges) and the rest. */
+  private gc = { minor: { count: 0, ms: 0, maxMs: 0 }, major: { count: 0, ms: 0, maxMs: 0 } };
+  private gcObserver: PerformanceObserver | undefined;
   private readonly s0 = new Map<string, number>();
   private readonly s1 = new Map<string, number>();
   private readonly s2 = new Map<string, number>();
@@ -175,6 +178,16 @@ export class BenchNode {
     this.cpuBefore = process.cpuUsage();
     this.loopDelay = monitorEventLoopDelay({ resolution: 10 });
     this.loopDelay.enable();
+    // Scavenges stop the main thread like any long task: at 100k units they summed to ~3 s of a 14 s move (--trace-gc).
+    this.gcObserver = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        const kind = (entry as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR ? this.gc.minor : this.gc.major;
+        kind.count++;
+        kind.ms += entry.duration;
+        kind.maxMs = Math.max(kind.maxMs, entry.duration);
+      }
+    });
+    this.gcObserver.observe({ entryTypes: ['gc'] });
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
     this.rssTimer = setInterval(() => (this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss())), 100);
@@ -237,10 +250,12 @@ export class BenchNode {
     const summary = (xs: number[]) => ({ count: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: xs[xs.length - 1] ?? NaN });
     const cpu = process.cpuUsage(this.cpuBefore);
     this.loopDelay?.disable();
+    this.gcObserver?.disconnect();
     const loop = this.loopDelay;
     return {
       cpuMs: (cpu.user + cpu.system) / 1000,
       loopDelayMs: loop ? { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } : undefined,
+      gcPauses: this.gc,
       rssBeforeMB: this.rssBefore / 2 ** 20,
       rssPeakMB: this.rssPeak / 2 ** 20,
       s0s1: summary(s0s1),

@@ -129,9 +129,16 @@ function startTraffic(send: (a: number, q: number) => void): Traffic {
   return { expected, sent: () => q, stop: () => clearInterval(timer) };
 }
 
+/** Main-thread GC pauses of one process during the move (perf_hooks 'gc' entries). */
+interface GcPauses {
+  minor: { count: number; ms: number; maxMs: number };
+  major: { count: number; ms: number; maxMs: number };
+}
+
 interface UnitStats {
   cpuMs: number;
   loopDelayMs?: { p99: number; max: number };
+  gcPauses?: GcPauses;
   rssBeforeMB: number;
   rssPeakMB: number;
   s0s1: { count: number; p50: number; p99: number; max: number };
@@ -346,6 +353,7 @@ async function main(): Promise<void> {
           runtimeLog: { source: ss.runtimeLog, target: ts.runtimeLog },
           cpuMs: { source: round(ss.cpuMs), target: round(ts.cpuMs), oneProcess: stack === 'memory' },
           eventLoopDelayMs: { source: ss.loopDelayMs, target: ts.loopDelayMs },
+          gcPausesMs: { source: ss.gcPauses, target: ts.gcPauses },
           rss: {
             sourceBeforeMB: round(rss[0]!.rssMB),
             sourcePeakMB: round(ss.rssPeakMB),
@@ -423,6 +431,7 @@ type Results = {
       fallbacksFromUnitEvents: number;
       cpuMs: { source: number; target: number; oneProcess: boolean };
       eventLoopDelayMs: { source?: { p99: number; max: number }; target?: { p99: number; max: number } };
+      gcPausesMs: { source?: GcPauses; target?: GcPauses };
       rss: { sourceBeforeMB: number; sourcePeakMB: number; targetBeforeMB: number; targetPeakMB: number; oneProcess: boolean };
       traffic: { sent: number; sendErrors: number; reportErrors: number };
     };
@@ -470,6 +479,11 @@ function printTable(r: Results): void {
     ],
     [
       'zlink',
+      z.cpuMs.oneProcess ? 'GC pauses scavenge | other (count, total / max ms)' : 'GC pauses scavenge | other, source ‖ target',
+      z.cpuMs.oneProcess ? gcCell(z.gcPausesMs.source) : `${gcCell(z.gcPausesMs.source)} ‖ ${gcCell(z.gcPausesMs.target)}`,
+    ],
+    [
+      'zlink',
       z.rss.oneProcess ? 'peak RSS (one process)' : 'peak RSS source / target',
       z.rss.oneProcess
         ? `${z.rss.sourceBeforeMB} → ${z.rss.sourcePeakMB} MB (+${r.peakRssGrowthMB})`
@@ -496,3 +510,10 @@ main().then(
     process.exit(1);
   },
 );
+
+/** `n × total / max ms` for scavenges, then for the other GCs (main-thread pause time, all of the move). */
+function gcCell(gc: GcPauses | undefined): string {
+  if (!gc) return 'n/a';
+  const part = (p: GcPauses['minor']) => `${p.count} × ${round(p.ms)} / ${round(p.maxMs)}`;
+  return `${part(gc.minor)} | ${part(gc.major)} ms`;
+}
