@@ -12,7 +12,8 @@ import {
   type SupervisorOutput,
   type UnitCounts,
 } from '../../machines/relocation-supervisor.machine';
-import { unitSourceMachine } from '../../machines/unit-source.machine';
+import { unitSourceMachine, type UnitSourceEvent, type UnitSourceOutput } from '../../machines/unit-source.machine';
+import { flatMachineLogic } from '../flat-machine';
 import type { NodeRef, TypeCapability } from '../../stores/types';
 import type { PeerInfo, RuntimeMessage } from '../../transport/types';
 import { sleep } from '../clock';
@@ -33,7 +34,7 @@ export type { RelocationDiagnostics } from './diagnostics';
 import { fixInventory, type UnitPlan } from './inventory';
 import { parseRelocationMessage, RELOCATION_MESSAGE } from './protocol';
 import type { OutboundPorts, RelocationHost } from './ports';
-import type { SourceUnit } from './source/unit';
+import type { SourceUnit, UnitSourceLogic } from './source/unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { Inbound } from './target/inbound';
 import { CasBatcher } from './cas-batcher';
@@ -91,7 +92,8 @@ export class RelocationCoordinator {
   /** §13 last paragraph: a descriptor rollback that could not be confirmed ends in ForceStopped/TeardownFailed. */
   rollbackUnconfirmed = false;
 
-  readonly sourceMachine;
+  /** Each source unit's actor logic: the unit-source machine with the driver's actions, over its transition table. */
+  readonly sourceLogic: UnitSourceLogic;
   /** The source side's view of this host (source/unit.ts never reaches into the host). */
   readonly outbound: OutboundPorts;
 
@@ -164,15 +166,17 @@ export class RelocationCoordinator {
       const unit = this.sourceByActor.get(self);
       if (unit) run(unit);
     };
-    this.sourceMachine = unitSourceMachine.provide({
-      actions: {
-        prepare: source((u) => u.prepare()),
-        sealAndTransfer: source((u) => u.sealAndTransfer()),
-        relayAndCutover: source((u) => u.relayAndCutover()),
-        restoreSource: source((u) => u.restoreSource()),
-        abandon: source((u) => u.abandon()),
-      },
-    });
+    this.sourceLogic = flatMachineLogic<UnitSourceEvent, UnitSourceOutput>(
+      unitSourceMachine.provide({
+        actions: {
+          prepare: source((u) => u.prepare()),
+          sealAndTransfer: source((u) => u.sealAndTransfer()),
+          relayAndCutover: source((u) => u.relayAndCutover()),
+          restoreSource: source((u) => u.restoreSource()),
+          abandon: source((u) => u.abandon()),
+        },
+      }),
+    );
   }
 
   // ── §6 operation table ──────────────────────────────────────────────────────────────────

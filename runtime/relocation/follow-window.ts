@@ -5,7 +5,6 @@
  * "Known performance traps"); a unit's machine stays in `following` until this window sends FOLLOW_EXPIRED.
  */
 import type { Actor } from 'xstate';
-import type { unitSourceMachine } from '../../machines/unit-source.machine';
 import type { NodeRef } from '../../stores/types';
 import type { PeerInfo, RuntimeMessage } from '../../transport/types';
 import type { Clock } from '../clock';
@@ -18,7 +17,7 @@ import { telemetry } from '../telemetry';
 import type { UnitEvent } from './events';
 import { ExpiryQueue } from './expiry-queue';
 import { relayBatchMessages } from './protocol';
-import type { SourceUnit, FollowWindow as UnitFollowWindow } from './source/unit';
+import type { SourceUnit, FollowWindow as UnitFollowWindow, UnitSourceLogic } from './source/unit';
 
 /** §8: per-unit source stop target (S0→S1), a warning threshold only. */
 export const INTERRUPTION_TARGET_MS = 1000;
@@ -43,7 +42,7 @@ export interface FollowWindowPorts {
 
 interface FollowEntry {
   /** The unit's machine, in `following` until this entry expires (S4) or Shutdown cuts it (§14). */
-  readonly actor: Actor<typeof unitSourceMachine>;
+  readonly actor: Actor<UnitSourceLogic>;
   readonly unit: string;
   readonly keys: readonly ObjectKey[];
   readonly s1: number;

@@ -12,7 +12,7 @@
  */
 import { createActor, type AnyActorRef } from 'xstate';
 import type { PoolReport } from '../../../machines/relocation-supervisor.machine';
-import { DETACHED_STATES, type unitSourceMachine, type UnitSourceOutput } from '../../../machines/unit-source.machine';
+import { DETACHED_STATES, type UnitSourceOutput } from '../../../machines/unit-source.machine';
 import type { NodeRef } from '../../../stores/types';
 import type { SpotDefinition } from '../../definitions';
 import { RelocationReason } from '../../../vocabulary';
@@ -21,15 +21,15 @@ import type { OutboundPorts } from '../ports';
 import type { FollowWindow } from './unit';
 import type { Inventory, UnitPlan } from '../inventory';
 import { SealGate } from './seal-gate';
-import { SourceUnit, type UnitStarter } from './unit';
+import { SourceUnit, type UnitSourceLogic, type UnitStarter } from './unit';
 
 /** What the pool needs from the operation that owns it (the coordinator). */
 export interface UnitPoolOwner {
   readonly outbound: OutboundPorts;
   /** Reply waits, Message Follow and retransmission copies. */
   readonly window: FollowWindow;
-  /** The unit-source machine with the driver's actions provided. */
-  readonly sourceMachine: typeof unitSourceMachine;
+  /** The unit-source machine with the driver's actions provided, as each unit's actor runs it (source/unit.ts). */
+  readonly sourceLogic: UnitSourceLogic;
   /** A unit of the started batch (in flight from here: diagnostics, closeSpot ordering, §14 step 3). */
   registerSource(unit: SourceUnit): void;
   /** Its machine was created: the provided actions reach the driver through it. */
@@ -218,7 +218,7 @@ export class UnitPool implements UnitStarter {
     const run = this.run;
     if (!run || unit.actor) return;
     // Clock and inspect observer come from the parent's system.
-    const actor = createActor(this.coord.sourceMachine, { parent: run.parent, id: unit.plan.id });
+    const actor = createActor(this.coord.sourceLogic, { parent: run.parent, id: unit.plan.id });
     unit.actor = actor;
     this.coord.registerActor(actor, unit);
     this.live.add(unit);

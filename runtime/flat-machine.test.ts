@@ -1,0 +1,121 @@
+import { createActor, createMachine, fromCallback, setup, type AnyActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate';
+import { getSimplePaths } from 'xstate/graph';
+import { unitSourceMachine, type UnitSourceEvent } from '../machines/unit-source.machine';
+import { unitTargetMachine } from '../machines/unit-target.machine';
+import { RelocationReason } from '../vocabulary';
+import { flatMachineLogic } from './flat-machine';
+
+const SOURCE_EVENTS: readonly UnitSourceEvent[] = [
+  { type: 'SAFE_POINT' },
+  { type: 'RELAY_READY' },
+  { type: 'REPLY_INDETERMINATE' },
+  { type: 'FAILED', reason: RelocationReason.StateIncompatible },
+  { type: 'STOP' },
+  { type: 'FOLLOW_EXPIRED' },
+  { type: 'ROUTE_CUT' },
+  { type: 'CLOSED' },
+  { type: 'CLOSE_DONE' },
+];
+
+/** Runs `events` on an actor of `logic` (a child of a parent that records what it receives); everything observable. */
+function run(logic: AnyActorLogic, events: readonly { type: string }[]) {
+  const trace: string[] = [];
+  const toParent: unknown[] = [];
+  const inspected: string[] = [];
+  const parent = createActor(fromCallback(({ receive }) => receive((e) => void toParent.push(e))), {
+    inspect: (e: InspectionEvent) => {
+      if ((e.actorRef as { id?: string }).id !== 'u1') return; // the unit's own events, not the parent's
+      if (e.type === '@xstate.microstep') inspected.push(`microstep ${e.event.type} taking ${(e as unknown as { _transitions: { eventType: string; target?: { key: string }[] }[] })._transitions.map((t) => `${t.eventType}→${t.target?.[0]?.key}`).join(',')}`);
+      else if (e.type === '@xstate.action') inspected.push(`action ${e.action.type}`);
+      else if (e.type === '@xstate.snapshot') inspected.push(`snapshot ${(e.snapshot as { value?: string }).value} ${e.snapshot.status} after ${e.event.type}`);
+      else inspected.push(`${e.type}${e.type === '@xstate.event' ? ` ${e.event.type}` : ''}`);
+    },
+  }).start();
+  const actor = createActor(logic, { parent, id: 'u1' });
+  actor.subscribe({ next: (s) => trace.push(`${(s as { value: string }).value}/${s.status}`), complete: () => trace.push('complete') });
+  actor.start();
+  for (const event of events) actor.send(event);
+  const snapshot = actor.getSnapshot() as { value: string; status: string; output: unknown };
+  return { trace, toParent, inspected, value: snapshot.value, status: snapshot.status, output: snapshot.output };
+}
+
+/** The machine with every action recording its name and the event it ran for into `log`. */
+function recording(machine: AnyStateMachine, log: string[]): AnyStateMachine {
+  const names = Object.keys(machine.implementations.actions);
+  const actions = Object.fromEntries(names.map((name) => [name, ({ event, self }: { event: { type: string }; self: { id: string } }) => void log.push(`${name} on ${event.type} by ${self.id}`)]));
+  return machine.provide({ actions });
+}
+
+describe('flatMachineLogic runs the unit-source declaration as xstate does', () => {
+  const paths = getSimplePaths(unitSourceMachine, { events: SOURCE_EVENTS });
+
+  test('every simple path: same states, actions (event and self), outputs, done event to the parent and inspection events', () => {
+    expect(paths.length).toBeGreaterThan(9);
+    for (const path of paths) {
+      const events = path.steps.map((s) => s.event as { type: string }).filter((e) => e.type !== 'xstate.init');
+      // Events no state takes are sent too: both must ignore them the same way.
+      const probe = [...events, { type: 'STOP' }, { type: 'FOLLOW_EXPIRED' }];
+      const xLog: string[] = [];
+      const fLog: string[] = [];
+      const x = run(recording(unitSourceMachine, xLog), probe);
+      const f = run(flatMachineLogic(recording(unitSourceMachine, fLog)), probe);
+      expect({ ...f, log: fLog }).toEqual({ ...x, log: xLog });
+    }
+  });
+
+  test('stopping an actor: same snapshot status and inspection as xstate', () => {
+    const stop = (logic: AnyActorLogic) => {
+      const seen: string[] = [];
+      const actor = createActor(logic, { inspect: (e) => void seen.push(e.type === '@xstate.snapshot' ? `snapshot ${e.snapshot.status}` : e.type) }).start();
+      actor.send({ type: 'SAFE_POINT' });
+      actor.stop();
+      const { status, value } = actor.getSnapshot() as { status: string; value: string };
+      return { status, value, seen };
+    };
+    const x = stop(unitSourceMachine);
+    expect(x.status).toBe('stopped');
+    expect(stop(flatMachineLogic(unitSourceMachine))).toEqual(x);
+  });
+
+  test('the logic carries the machine id and root, so inspectors draw it as the machine', () => {
+    const logic = flatMachineLogic(unitSourceMachine);
+    expect(logic.id).toBe('unitSource');
+    expect(logic.root).toBe(unitSourceMachine.root);
+  });
+
+  test('active snapshots are shared per state: a transition allocates nothing per actor', () => {
+    const logic = flatMachineLogic(unitSourceMachine);
+    const a = createActor(logic).start();
+    const b = createActor(logic).start();
+    a.send({ type: 'SAFE_POINT' });
+    b.send({ type: 'SAFE_POINT' });
+    expect(a.getSnapshot()).toBe(b.getSnapshot());
+    expect(a.getSnapshot().value).toBe('sealed');
+  });
+});
+
+describe('flatMachineLogic refuses what it would not interpret as xstate does', () => {
+  const refuse = (machine: AnyStateMachine, what: RegExp) => expect(() => flatMachineLogic(machine)).toThrow(what);
+
+  test('context and assign (the unit-target machine)', () => refuse(unitTargetMachine, /context/));
+
+  test('guards', () =>
+    refuse(
+      setup({ guards: { ok: () => true } }).createMachine({ id: 'g', initial: 'a', states: { a: { on: { GO: { target: 'b', guard: 'ok' } } }, b: {} } }),
+      /state 'a' on GO uses a guard/,
+    ));
+
+  test('child states', () => refuse(createMachine({ id: 'n', initial: 'a', states: { a: { initial: 'x', states: { x: {} } } } }), /state 'a' uses child states/));
+
+  test('delayed transitions', () => refuse(createMachine({ id: 'd', initial: 'a', states: { a: { after: { 10: 'b' } }, b: {} } }), /state 'a' uses exit actions, delays/));
+
+  test('transition actions', () =>
+    refuse(
+      setup({ actions: { note: () => {} } }).createMachine({ id: 't', initial: 'a', states: { a: { on: { GO: { target: 'b', actions: 'note' } } }, b: {} } }),
+      /transition actions/,
+    ));
+
+  test('inline entry actions', () => refuse(createMachine({ id: 'i', initial: 'a', states: { a: { entry: () => {} } } }), /not a named action/));
+
+  test('root transitions', () => refuse(createMachine({ id: 'r', initial: 'a', on: { GO: '.a' }, states: { a: {} } }), /the root uses/));
+});
