@@ -198,6 +198,7 @@ export class BenchNode {
   private async relocate(target: string): Promise<Record<string, unknown>> {
     const host = this.host!;
     const t0 = performance.now();
+    const startedAt = Date.now(); // the same wall clock as the target's S2 stamps (the orchestrator correlates them)
     const result = await host.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 600_000 });
     const relocatedMs = performance.now() - t0;
     let pending = Array.from({ length: this.config.n }, (_, i) => i);
@@ -217,7 +218,7 @@ export class BenchNode {
     }
     const ownedMs = pending.length === 0 ? performance.now() - t0 : NaN;
     const d = host.diagnostics({ limit: 5 });
-    return { outcome: result.outcome, reason: result.reason, relocatedMs, ownedMs, notOwned: pending.length, polls, selectedTarget: d.operation?.target?.nodeId };
+    return { outcome: result.outcome, reason: result.reason, startedAt, relocatedMs, ownedMs, notOwned: pending.length, polls, selectedTarget: d.operation?.target?.nodeId };
   }
 
   private async stats(): Promise<Record<string, unknown>> {

@@ -19,8 +19,9 @@
  * source 52 µs/unit to S4; target per unit 51 µs/unit; per parcel of 64 1.9 µs/unit; per parcel of 256 0.6 µs/unit.
  */
 import { parseArgs } from 'node:util';
-import { createActor, fromCallback, type AnyActorRef } from 'xstate';
-import { unitSourceMachine } from '../../machines/unit-source.machine';
+import { createActor, fromCallback, type AnyActorLogic, type AnyActorRef } from 'xstate';
+import { unitSourceMachine, type UnitSourceEvent, type UnitSourceOutput } from '../../machines/unit-source.machine';
+import { flatMachineLogic } from '../../runtime/flat-machine';
 import { unitTargetMachine } from '../../machines/unit-target.machine';
 import { systemClock } from '../../runtime/clock';
 import { ExpiryQueue } from '../../runtime/relocation/expiry-queue';
@@ -34,11 +35,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const source = unitSourceMachine.provide({ actions: { prepare: () => {}, sealAndTransfer: () => {}, relayAndCutover: () => {}, restoreSource: () => {}, abandon: () => {} } });
 const target = unitTargetMachine.provide({ actions: { commitOwner: () => {}, openDispatch: () => {}, discard: () => {} } });
 
-async function sourcePerUnit(): Promise<number> {
+/** The runtime's way (runtime/flat-machine.ts): the same declaration and Actor, the transitions by table lookup. */
+const sourceFlat = flatMachineLogic<UnitSourceEvent, UnitSourceOutput>(source);
+
+async function sourcePerUnit(logic: AnyActorLogic): Promise<number> {
   const pool = createActor(fromCallback(() => () => undefined)).start() as AnyActorRef;
   const t0 = performance.now();
   const actors = [];
-  for (let i = 0; i < N; i++) actors.push(createActor(source, { parent: pool, id: `u${i}` }).start());
+  for (let i = 0; i < N; i++) actors.push(createActor(logic, { parent: pool, id: `u${i}` }).start());
   await tick();
   for (const a of actors) a.send({ type: 'SAFE_POINT' });
   await tick();
@@ -79,7 +83,8 @@ async function targetPerParcel(size: number): Promise<number> {
 }
 async function main(): Promise<void> {
   const cases: [string, () => Promise<number>][] = [
-    ['source, machine per unit (child of pool), to S4', sourcePerUnit],
+    ['source, machine per unit (child of pool), to S4, xstate interpreter', () => sourcePerUnit(source)],
+    ['source, machine per unit (child of pool), to S4, flatMachineLogic (the runtime)', () => sourcePerUnit(sourceFlat)],
     ['target, machine per unit', () => targetPerParcel(1)],
     ['target, machine per parcel of 64', () => targetPerParcel(64)],
     ['target, machine per parcel of 256', () => targetPerParcel(256)],
