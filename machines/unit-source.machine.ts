@@ -21,6 +21,11 @@ import { RelocationReason } from '../vocabulary';
  *
  * No context and no `assign`: per-unit data (lease, captured queue, S0/S1, submit result) stays in the driver; the only
  * event datum the machine reports, a failure reason, becomes the output of the final state it led to.
+ *
+ * Keep it flat (top-level states, plain targets, named entry actions, final outputs): the runtime runs one actor of it
+ * per unit through `flatMachineLogic` (runtime/flat-machine.ts), which interprets exactly that subset by table
+ * lookup and refuses anything else when a host is created. xstate's general interpreter cost ~40 µs and ~30 KB of
+ * garbage per unit for these four steps, a third of the source's time in a 100k move (issue [6/10]).
  */
 export type UnitSourceEvent =
   | { type: 'SAFE_POINT' } // budget, temporary queue, seal permit and safe point all reached: seal now

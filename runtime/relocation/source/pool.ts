@@ -1,8 +1,9 @@
 /**
  * The pool that owns the source unit actors of one Relocate (DESIGN.md measured traps, "Relocation at scale"): the
  * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit is created with
- * `createActor(machine, { parent: poolActor, id })`: a child of the invoked pool actor (an inspector sees
- * relocationSupervisor → pool → units; same system, clock and inspect observer), never in the supervisor's snapshot
+ * `createActor(logic, { parent: poolActor, id })`, `logic` being the unit-source machine run over its transition
+ * table (runtime/flat-machine.ts: the same declaration and inspection events): a child of the invoked pool actor (an
+ * inspector sees relocationSupervisor → pool → units; same system, clock and inspect observer), never in the supervisor's snapshot
  * `children`, so supervisor work per event does not grow with the unit count. A unit's machine is created when its
  * payload budget is granted, in inventory order (§7); until then the unit waits, in flight, without an actor.
  *
