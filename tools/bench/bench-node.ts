@@ -71,10 +71,10 @@ export class BenchNode {
   /** GC pauses of this process's main thread during the move: young generation (scavenges) and the rest. */
   private gc = { minor: { count: 0, ms: 0, maxMs: 0 }, major: { count: 0, ms: 0, maxMs: 0 } };
   private gcObserver: PerformanceObserver | undefined;
-  private readonly s0 = new Map<string, number>();
-  private readonly s1 = new Map<string, number>();
-  private readonly s2 = new Map<string, number>();
-  private readonly s3 = new Map<string, number>();
+  private readonly s0 = new Stamps();
+  private readonly s1 = new Stamps();
+  private readonly s2 = new Stamps();
+  private readonly s3 = new Stamps();
   private fellBack = 0;
   private submitFailed = 0;
   private discarded = 0;
@@ -158,16 +158,16 @@ export class BenchNode {
   private onUnit(e: UnitEvent): void {
     if (!this.watching) return;
     if (e.side === 'source') {
-      if (e.point === 'S0') this.s0.set(e.unit, e.at);
+      if (e.point === 'S0') this.s0.add(e.unit, e.at);
       else if (e.point === 'S1') {
-        this.s1.set(e.unit, e.at);
+        this.s1.add(e.unit, e.at);
         if (e.submitOk === false) this.submitFailed++;
       }
     } else {
       if (e.point === 'S2') {
-        this.s2.set(e.unit, e.at);
+        this.s2.add(e.unit, e.at);
         if (e.fellBack) this.fellBack++;
-      } else if (e.point === 'S3') this.s3.set(e.unit, e.at);
+      } else if (e.point === 'S3') this.s3.add(e.unit, e.at);
       else if (e.state === 'discarded') this.discarded++;
     }
   }
@@ -225,22 +225,23 @@ export class BenchNode {
     clearInterval(this.rssTimer);
     this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss());
     const s0s1: number[] = [];
-    for (const [u, at] of this.s1) {
-      const s0 = this.s0.get(u);
+    const [s0s, s1s, s2s, s3s] = [this.s0.map(), this.s1.map(), this.s2.map(), this.s3.map()];
+    for (const [u, at] of s1s) {
+      const s0 = s0s.get(u);
       if (s0 !== undefined) s0s1.push(at - s0);
     }
     const s2s3: number[] = [];
-    for (const [u, at] of this.s3) {
-      const s2 = this.s2.get(u);
+    for (const [u, at] of s3s) {
+      const s2 = s2s.get(u);
       if (s2 !== undefined) s2s3.push(at - s2);
     }
     // ZLINK_BENCH_S0S1_DECILES=1: S0→S1 by seal order (deciles of the units sorted by S0), to see where a tail comes from.
-    if (process.env.ZLINK_BENCH_S0S1_DECILES && this.s0.size > 0) {
-      const bySeal = [...this.s0].filter(([u]) => this.s1.has(u)).sort((a, b) => a[1] - b[1]);
+    if (process.env.ZLINK_BENCH_S0S1_DECILES && s0s.size > 0) {
+      const bySeal = [...s0s].filter(([u]) => s1s.has(u)).sort((a, b) => a[1] - b[1]);
       const start = bySeal[0]![1];
       const rows = [];
       for (let d = 0; d < 10; d++) {
-        const part = bySeal.slice(Math.floor((d * bySeal.length) / 10), Math.floor(((d + 1) * bySeal.length) / 10)).map(([u, at]) => this.s1.get(u)! - at);
+        const part = bySeal.slice(Math.floor((d * bySeal.length) / 10), Math.floor(((d + 1) * bySeal.length) / 10)).map(([u, at]) => s1s.get(u)! - at);
         sortNum(part);
         rows.push(`decile ${d}: sealed from +${bySeal[Math.floor((d * bySeal.length) / 10)]![1] - start} ms, S0→S1 p50 ${pct(part, 50)} p99 ${pct(part, 99)} max ${part[part.length - 1]}`);
       }
@@ -262,8 +263,8 @@ export class BenchNode {
       s0s1: summary(s0s1),
       s2s3: summary(s2s3),
       // per-unit wall-clock stamps for same-machine correlation by the orchestrator
-      s1: [...this.s1],
-      s2: [...this.s2],
+      s1: [...s1s],
+      s2: [...s2s],
       fellBack: this.fellBack,
       submitFailed: this.submitFailed,
       discarded: this.discarded,
@@ -470,5 +471,27 @@ export class BenchNode {
     this.redis?.disconnect();
     if (this.host) await this.host.shutdown({ deadlineMs: 15_000 });
     if (!this.sharedStores) await this.stores?.close();
+  }
+}
+
+/**
+ * Per-unit time stamps of the move, appended as they come and indexed only afterwards: the bench's own bookkeeping
+ * must not weigh on the move it measures (as Maps keyed by unit id it was ~3% of the source's and ~4% of the target's
+ * main thread during a 100k move, profiled).
+ */
+class Stamps {
+  private readonly units: string[] = [];
+  private readonly at: number[] = [];
+
+  add(unit: string, at: number): void {
+    this.units.push(unit);
+    this.at.push(at);
+  }
+
+  /** Unit → stamp (a later stamp of the same unit wins, as a Map.set would). */
+  map(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (let i = 0; i < this.units.length; i++) out.set(this.units[i]!, this.at[i]!);
+    return out;
   }
 }
