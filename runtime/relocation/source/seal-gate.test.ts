@@ -56,19 +56,39 @@ describe('SealGate', () => {
     expect(told.at(-1)).toBe('d stopped');
   });
 
-  test('grows while units stop the source under the target, halves when they do not', () => {
+  test('grows by a quarter after a round under the target, shrinks by a quarter after a round over it', () => {
     const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, maxWindow: 64 });
-    for (let i = 0; i < 8; i++) void acquire(gate);
-    for (let i = 0; i < 2; i++) gate.release(2);
+    const fill = () => {
+      while (gate.tryAcquire());
+    };
+    fill(); // 8 sealed
+    for (let i = 0; i < 4; i++) gate.release(2); // a round (half a window) under the target
     expect(gate.size).toBe(10);
+    fill();
+    for (let i = 0; i < 5; i++) gate.release(100); // a round over it
+    expect(gate.size).toBe(8);
+    // The 5 still sealed were admitted under the larger window: their stops do not shrink it again (deciding on
+    // every completion collapsed a large window to its minimum within one batched reply).
     for (let i = 0; i < 5; i++) gate.release(100);
-    expect(gate.size).toBe(5);
-    // One slow burst decreases once per window of completions, never below the minimum.
-    for (let i = 0; i < 40; i++) {
-      void acquire(gate);
-      gate.release(100);
+    expect(gate.size).toBe(8);
+    fill();
+    for (let i = 0; i < 4; i++) gate.release(100); // units admitted after the decrease, still over: again
+    expect(gate.size).toBe(6);
+    // Sustained, it goes down round by round, never below the minimum.
+    for (let round = 0; round < 20; round++) {
+      fill();
+      for (let i = gate.sealed; i > 0; i--) gate.release(100);
     }
     expect(gate.size).toBe(2);
+  });
+
+  test('a round with a few units over the target (an eighth or fewer) neither grows nor shrinks the window', () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 16, minWindow: 2, maxWindow: 64 });
+    while (gate.tryAcquire());
+    for (let i = 0; i < 8; i++) gate.release(i === 7 ? 100 : 2);
+    expect(gate.size).toBe(16);
+    for (let i = 0; i < 8; i++) gate.release(i >= 6 ? 100 : 2); // a quarter over: shrinks
+    expect(gate.size).toBe(12);
   });
 
   test('a stop time that is the units\' own base latency is not read as queueing', () => {

@@ -2,8 +2,12 @@
  * Pacing by stop time (§7, §8; DESIGN "Relocation at scale"): a unit seals only when the pipeline can carry it at
  * once. The payload budget bounds bytes in flight, but small units all fit it at once, and then every unit's
  * S0→S1 is the whole wave (measured: 1.2–4.5 s at 10k units). So the units between their seal (S0) and their
- * cutover submit (S1) are also bounded by a window that adapts to the stop time they observe: it grows while
- * S0→S1 stays under the target and halves (at most once per window's worth of units) when it does not. The target
+ * cutover submit (S1) are also bounded by a window that adapts to the stop time they observe, one decision per round
+ * of completions: it grows by a quarter after a round that stayed under the target, and shrinks by a quarter after
+ * one where more than an eighth of the units went over it. After a decrease the units still in flight — admitted under
+ * the larger window — complete before the next round counts: deciding on every completion collapsed a 1,024 window to
+ * 4 within one batched reply and then grew it back, over and over (measured at 100k units), which made both the
+ * stop-time tail and the throughput worse. The target
  * is never below a few times the shortest S0→S1 seen: a unit's own round trips (payload, intake, relay-ready) set a
  * floor that a smaller window cannot lower, so shrinking below it would only cost throughput (delay-based, as TCP
  * Vegas tells queueing from base latency).
@@ -23,6 +27,8 @@ export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs:
 
 /** How many times the shortest observed S0→S1 (the base latency of one unit) still counts as not queueing. */
 const BASE_LATENCY_FACTOR = 4;
+/** A round whose completions went over the bar in more than 1 / OVER_SHARE of cases shrinks the window. */
+const OVER_SHARE = 8;
 
 /** A unit waiting for its permit: told once, `permitted` or `gateStopped` (the unit itself: no allocation per waiter). */
 export interface PermitWaiter {
@@ -36,9 +42,11 @@ export class SealGate {
   /** FIFO of waiting units; `head` instead of shift(), which is O(n) on 100k waiters. */
   private waiters: PermitWaiter[] = [];
   private head = 0;
-  /** Completions seen since the window last changed (a change waits for a window's worth of evidence). */
+  /** Completions of the current round, and how many of them went over the bar. */
   private seen = 0;
-  private over = false;
+  private over = 0;
+  /** Completions still to come from units admitted before the last decrease: they do not count for the next round. */
+  private skip = 0;
   private minStopMs = Number.POSITIVE_INFINITY;
   private stopped: Error | undefined;
 
@@ -102,23 +110,20 @@ export class SealGate {
 
   private observe(stopMs: number): void {
     const { targetStopMs, minWindow, maxWindow } = this.options;
-    this.seen++;
     this.minStopMs = Math.min(this.minStopMs, stopMs);
+    if (this.skip > 0) return void this.skip--;
+    this.seen++;
     // Queueing is told from base latency (a few times the shortest stop seen), not from the target alone: on a slow or
-    // loaded machine a fixed bar halves the window down to its minimum, and units prepared on the target then wait
+    // loaded machine a fixed bar shrinks the window down to its minimum, and units prepared on the target then wait
     // for permits past its staging expiry (measured: a RollingUpdate under a loaded test run failed that way).
-    if (stopMs > Math.max(targetStopMs, BASE_LATENCY_FACTOR * this.minStopMs)) this.over = true;
-    if (this.over) {
-      // Multiplicative decrease, once per window of completions: one slow burst must not collapse the window.
-      if (this.seen >= Math.max(1, this.window >> 1)) {
-        this.window = Math.max(minWindow, this.window >> 1);
-        this.seen = 0;
-        this.over = false;
-      }
-    } else if (this.seen >= Math.max(1, this.window >> 2)) {
-      this.window = Math.min(maxWindow, this.window + Math.max(1, this.window >> 2));
-      this.seen = 0;
-    }
+    if (stopMs > Math.max(targetStopMs, BASE_LATENCY_FACTOR * this.minStopMs)) this.over++;
+    if (this.seen < Math.max(1, this.window >> 1)) return;
+    if (this.over * OVER_SHARE > this.seen) {
+      this.window = Math.max(minWindow, this.window - Math.max(1, this.window >> 2));
+      this.skip = this.inFlight;
+    } else if (this.over === 0) this.window = Math.min(maxWindow, this.window + Math.max(1, this.window >> 2));
+    this.seen = 0;
+    this.over = 0;
   }
 
   /** Permits granted and not told yet: told together in one microtask (after the step that freed them). */
