@@ -123,8 +123,18 @@ function agreesWithRules(value: unknown): Attempt {
   const got = attemptValue(value);
   const rules = rulesSchema.safeParse(asSent(value));
   expect(got.ok).toBe(rules.success);
-  if (got.ok && rules.success) expect(got.value).toEqual(rules.data);
+  if (got.ok && rules.success) expect(withoutProtoFields(got.value)).toEqual(rules.data);
   return got;
+}
+
+/**
+ * The oracle's blind spot: zod builds a record by assignment, so an own '__proto__' field (an extension may have that
+ * name) is lost in `rules.data`; the decoder keeps it, which the '__proto__' test above pins. Compared without them.
+ */
+function withoutProtoFields(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutProtoFields);
+  if (Object.prototype.toString.call(v) !== '[object Object]') return v;
+  return Object.fromEntries(Object.entries(v as object).filter(([k]) => k !== '__proto__').map(([k, x]) => [k, withoutProtoFields(x)]));
 }
 
 // ── the layout, written out by hand from payload.ts's description ─────────────────────────
