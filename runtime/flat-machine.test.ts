@@ -68,6 +68,18 @@ describe('flatMachineLogic runs the unit-source declaration as xstate does', () 
     expect(stop(flatMachineLogic(unitSourceMachine))).toEqual(x);
   });
 
+  test('a persisted snapshot restores into its state; one naming no state of the machine is refused', () => {
+    const logic = flatMachineLogic(unitSourceMachine);
+    const a = createActor(logic).start();
+    a.send({ type: 'SAFE_POINT' });
+    const restored = createActor(logic, { snapshot: a.getPersistedSnapshot() }).start();
+    expect(restored.getSnapshot().value).toBe('sealed');
+    restored.send({ type: 'RELAY_READY' });
+    expect(restored.getSnapshot().value).toBe('following');
+    const broken = createActor(logic, { snapshot: { status: 'active', value: 'nowhere', output: undefined, error: undefined, context: undefined } as never });
+    expect(broken.getSnapshot().status).toBe('error');
+  });
+
   test('the logic carries the machine id and root, so inspectors draw it as the machine', () => {
     const logic = flatMachineLogic(unitSourceMachine);
     expect(logic.id).toBe('unitSource');

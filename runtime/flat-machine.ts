@@ -5,7 +5,7 @@
  *
  * Why: xstate's interpreter is general (hierarchy, parallel regions, history, guards, eventless and delayed
  * transitions) and pays for it on every event of every actor: measured with `tools/bench/unit-machines.bench.ts`,
- * ~45–50 µs per unit for create + three transitions of the unit-source machine, and ~32 KB of garbage per unit in a
+ * ~40–50 µs per unit for create + three transitions of the unit-source machine, and ~32 KB of garbage per unit in a
  * 10k `npm run bench` move (a heap sampling profile: xstate was 74% of the source's allocations during the move, and
  * its scavenges a fifth of the source's main thread). The same four steps over this table cost ~10 µs per unit, most
  * of it the `Actor` itself.
@@ -65,7 +65,7 @@ function refuse(machine: AnyStateMachine, where: string, what: string): never {
 }
 
 /** The table for a machine's declaration; throws naming the first feature outside the flat subset. */
-function compile(machine: AnyStateMachine): { initial: FlatState; rootOutput: Mapper | undefined } {
+function compile(machine: AnyStateMachine): { initial: FlatState; states: ReadonlyMap<string, FlatState>; rootOutput: Mapper | undefined } {
   const root = machine.root;
   if (machine.config.context !== undefined) refuse(machine, 'the machine', 'context');
   if (root.entry.length || root.exit.length || Object.keys(root.on).length || root.after.length || root.always?.length || root.invoke.length)
@@ -101,7 +101,7 @@ function compile(machine: AnyStateMachine): { initial: FlatState; rootOutput: Ma
   }
   const initial = root.initial?.target[0];
   if (!initial) refuse(machine, 'the root', 'no initial state');
-  return { initial: table.get(initial.key)!, rootOutput: root.output as Mapper | undefined };
+  return { initial: table.get(initial.key)!, states: table, rootOutput: root.output as Mapper | undefined };
 }
 
 /**
@@ -109,14 +109,7 @@ function compile(machine: AnyStateMachine): { initial: FlatState; rootOutput: Ma
  * `createActor(logic, { parent, id })` exactly where the machine would go.
  */
 export function flatMachineLogic<TEvent extends EventObject, TOutput>(machine: AnyStateMachine): FlatMachineLogic<TEvent, TOutput> {
-  const { initial, rootOutput } = compile(machine);
-  const byValue = new Map<string, FlatState>();
-  const index = (s: FlatState) => {
-    if (byValue.has(s.name)) return;
-    byValue.set(s.name, s);
-    for (const next of s.on.values()) index(next.to);
-  };
-  index(initial);
+  const { initial, states, rootOutput } = compile(machine);
 
   /** Enters `state` by `event`: its entry actions go through the actor's executor (deferred until start, inspected). */
   const enter = (state: FlatState, event: EventObject, scope: ActorScope<FlatSnapshot<TOutput>, TEvent>): FlatSnapshot<TOutput> => {
@@ -144,13 +137,17 @@ export function flatMachineLogic<TEvent extends EventObject, TOutput>(machine: A
         return stopped;
       }
       if (snapshot.status !== 'active') return snapshot;
-      const t = byValue.get(snapshot.value)!.on.get(event.type);
+      const t = states.get(snapshot.value)!.on.get(event.type);
       const next = t ? enter(t.to, event, scope) : snapshot;
       // An event no state takes is still a (transition-less) microstep in xstate.
       microstep(scope, event, next, t ? t.taken : NOTHING_TAKEN);
       return next;
     },
     getPersistedSnapshot: (snapshot) => snapshot,
-    restoreSnapshot: (persisted) => persisted as FlatSnapshot<TOutput>,
+    restoreSnapshot: (persisted) => {
+      const value = (persisted as { value?: unknown }).value;
+      if (typeof value !== 'string' || !states.has(value)) throw new Error(`flatMachineLogic(${machine.id}): cannot restore a snapshot in state ${JSON.stringify(value)}`);
+      return persisted as FlatSnapshot<TOutput>;
+    },
   };
 }

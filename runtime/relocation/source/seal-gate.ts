@@ -6,11 +6,10 @@
  * of completions: it grows by a quarter after a round that stayed under the target, and shrinks by a quarter after
  * one where more than an eighth of the units went over it. After a decrease the units still in flight — admitted under
  * the larger window — complete before the next round counts: deciding on every completion collapsed a 1,024 window to
- * 4 within one batched reply and then grew it back, over and over (measured at 100k units), which made both the
- * stop-time tail and the throughput worse. The target
- * is never below a few times the shortest S0→S1 seen: a unit's own round trips (payload, intake, relay-ready) set a
- * floor that a smaller window cannot lower, so shrinking below it would only cost throughput (delay-based, as TCP
- * Vegas tells queueing from base latency).
+ * 4 within one batched reply and then grew it back, over and over (logged at 100k units): the pipeline swung between
+ * a thousand units queued and almost none. The target is never below a few times the shortest S0→S1 seen: a unit's
+ * own round trips (payload, intake, relay-ready) set a floor that a smaller window cannot lower, so shrinking below it
+ * would only cost throughput (delay-based, as TCP Vegas tells queueing from base latency).
  *
  * A unit asks for a permit before its safe point, so while it waits its lane keeps processing messages (§7: waiting
  * happens before the source admission seal) and the wait is excluded from the interruption measurement (§8).
