@@ -217,6 +217,36 @@ describe('Router', () => {
     expect(t.sent[1]!.message).not.toHaveProperty('moved');
   });
 
+  test('a moved-to hint expires in its own turn: an earlier move of the same key does not take a later hint away', () => {
+    const t = setup();
+    const bounceOf = (id: string, to: string) => {
+      t.router.dispatch({ id, to, gen: 1, body: encodeValue(0, 'message'), from: P, seq: 1 } as Envelope, true);
+      return t.sent[t.sent.length - 1]!.message;
+    };
+    t.router.setFollow('a:x', Q);
+    t.router.removeFollow('a:x'); // hint until RESTORE_VALIDITY_MS
+    t.clock.increment(RESTORE_VALIDITY_MS / 2);
+    // a:x came back and moved again: its hint now lasts until 1.5 × RESTORE_VALIDITY_MS
+    t.router.setFollow('a:x', P);
+    t.router.removeFollow('a:x');
+    t.clock.increment(RESTORE_VALIDITY_MS / 2 + 1);
+    // another unit's S4 drops what expired by now: the first hint of a:x, not its second
+    t.router.setFollow('a:y', Q);
+    t.router.removeFollow('a:y');
+    expect(bounceOf('m1', 'a:x')).toMatchObject({ t: 'bounce', moved: P });
+    expect(bounceOf('m2', 'a:y')).toMatchObject({ t: 'bounce', moved: Q });
+    t.clock.increment(RESTORE_VALIDITY_MS);
+    expect(bounceOf('m3', 'a:x')).not.toHaveProperty('moved');
+  });
+
+  test('while a follow route is set, a message that cannot be forwarded is bounced with its target as the hint', () => {
+    const t = setup();
+    t.router.setFollow('a:x', Q);
+    t.router.onPeerLeaving(Q); // it announced its close: nothing more is sent there
+    t.router.dispatch({ id: 'm1', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: P, seq: 1 } as Envelope, true);
+    expect(t.sent[t.sent.length - 1]!.message).toMatchObject({ t: 'bounce', moved: Q });
+  });
+
   test('a peer that announced its close gets nothing more: what waited for it is re-routed', async () => {
     const t = setup();
     t.owners.set('x', record(P));

@@ -257,26 +257,29 @@ export class SourceUnit {
   sealAndTransfer(): void {
     const clock = this.ports.clock;
     this.s0 = clock.now(); // S0: source admission seal (§8)
-    const timers = new Map<string, TimerRegistration[]>();
+    const objects = this.objects;
+    const timers: TimerRegistration[][] = new Array(objects.length);
     const shell = this.plan.kind === 'perActorShell';
-    for (const o of this.objects) {
+    for (let i = 0; i < objects.length; i++) {
+      const o = objects[i]!;
       o.hold = this.hold === NOTHING_HELD ? (this.hold = []) : this.hold;
       const regs = o.timers.freeze();
       // §12: Spot-level timers of a PerActor Spot do not move.
-      timers.set(o.key, shell ? [] : regs);
+      timers[i] = shell ? [] : regs;
     }
     this.captured = this.lane.take((item) => item.k !== 'ctl' && this.holds(item.to));
     // Emitted once the seal is applied: what an observer sends from here on waits in the ingress hold.
     this.event('sealed', 'S0', this.s0);
     let bytes: Buffer;
     try {
-      const objects: CapturedObject[] = this.objects.map((o) => this.captureObject(o, timers.get(o.key)!));
+      const captured: CapturedObject[] = new Array(objects.length);
+      for (let i = 0; i < objects.length; i++) captured[i] = this.captureObject(objects[i]!, timers[i]!);
       const queue: CapturedItem[] = [];
       for (const item of this.captured) {
         if (item.k === 'msg') queue.push({ k: 'msg', to: item.to, env: movedEnvelope(item.env) });
         else if (item.k === 'tick' && !shell) queue.push({ k: 'tick', to: item.to, name: item.name });
       }
-      bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects, queue });
+      bytes = encodePayload({ v: PAYLOAD_VERSION, unit: this.plan.id, kind: this.plan.kind, objects: captured, queue });
     } catch (error) {
       this.ports.logger.warn({ unit: this.plan.id, root: this.plan.root.key, err: error }, 'capture failed; the unit is restored (StateIncompatible)');
       return void this.tell({ type: 'FAILED', reason: RelocationReason.StateIncompatible });
@@ -292,17 +295,19 @@ export class SourceUnit {
     if (!shell && policy.kind === 'preserve') state = policy.capture(o.state);
     // Component state bound to the object (STREAM session bindings, §12) moves with it whatever its policy.
     const ext = shell ? undefined : captureExtensions(o);
-    return {
+    // Optional fields are added, not spread: no temporary object per optional field, one shape for every unit.
+    const captured: { -readonly [K in keyof CapturedObject]: CapturedObject[K] } = {
       key: o.key,
       type: o.def.type,
       gen: o.objectGeneration,
       auth: o.authorityGeneration,
       mode: o.mode,
-      ...(o.spotId !== undefined ? { spot: o.spotId } : {}),
-      ...(state !== undefined ? { state } : {}),
       timers,
-      ...(ext !== undefined ? { ext } : {}),
     };
+    if (o.spotId !== undefined) captured.spot = o.spotId;
+    if (state !== undefined) captured.state = state;
+    if (ext !== undefined) captured.ext = ext;
+    return captured;
   }
 
   private transfer(bytes: Buffer): void {
