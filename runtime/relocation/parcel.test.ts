@@ -1,5 +1,19 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
-import { decodeParcel, encodeParcel, isParcel, MAX_PARCEL_UNITS, ParcelError } from './parcel';
+import { decodeParcel, encodeParcel, isParcel, MAX_PARCEL_UNITS, PARCEL_VERSION, ParcelError } from './parcel';
+
+/** A parcel as a source of the previous version wrote it: 32 bytes of sha256 of (id, payload) per unit. */
+function encodeVersion1(units: readonly { unit: string; payload: Uint8Array }[]): Buffer {
+  const parts: Buffer[] = [Buffer.from([0x50, 1, 0, 0, 0, 0])];
+  parts[0]!.writeUInt32BE(units.length, 2);
+  for (const u of units) {
+    const id = Buffer.from(u.unit, 'utf8');
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(u.payload.length);
+    parts.push(Buffer.from([id.length]), id, createHash('sha256').update(id).update(u.payload).digest(), length, Buffer.from(u.payload));
+  }
+  return Buffer.concat(parts);
+}
 
 const unitArb = fc.record({ unit: fc.string({ minLength: 1, maxLength: 60 }), payload: fc.uint8Array({ maxLength: 300 }) });
 const unitsArb = fc.uniqueArray(unitArb, { minLength: 1, maxLength: 12, selector: (u) => u.unit });
@@ -35,13 +49,37 @@ describe('parcel codec', () => {
     ]);
   });
 
+  test('writes version 2 (a CRC-32 per unit) and still takes version 1 parcels (a sha256 per unit) from an older source', () => {
+    expect(PARCEL_VERSION).toBe(2);
+    const units = [
+      { unit: 'u1', payload: Buffer.from('first') },
+      { unit: 'u2', payload: Buffer.from('second') },
+    ];
+    expect(encodeParcel(units)[1]).toBe(2);
+    // 6 header + per unit (1 + id + 4 checksum + 4 length + payload)
+    expect(encodeParcel(units).length).toBe(6 + (1 + 2 + 4 + 4 + 5) + (1 + 2 + 4 + 4 + 6));
+    const old = encodeVersion1(units);
+    expect(isParcel(old)).toBe(true);
+    expect(decodeParcel(old).map((d) => [d.unit, d.ok && d.payload.toString()])).toEqual([
+      ['u1', 'first'],
+      ['u2', 'second'],
+    ]);
+    // Its own checksum still makes a damaged unit fail alone.
+    old[old.indexOf(Buffer.from('second'))] ^= 0xff;
+    expect(decodeParcel(old).map((d) => [d.unit, d.ok])).toEqual([
+      ['u1', true],
+      ['u2', false],
+    ]);
+    expect(() => decodeParcel(old.subarray(0, old.length - 3))).toThrow(ParcelError);
+  });
+
   test('refuses what is not a parcel of this version, with a ParcelError', () => {
     const good = encodeParcel([{ unit: 'u1', payload: Buffer.from('x') }]);
     const cases: Buffer[] = [
       Buffer.alloc(0),
       Buffer.from([0x50, 1, 0, 0]),
       Buffer.concat([Buffer.from([0x51]), good.subarray(1)]),
-      Buffer.concat([Buffer.from([0x50, 2]), good.subarray(2)]),
+      Buffer.concat([Buffer.from([0x50, 3]), good.subarray(2)]), // a version this runtime does not know
       Buffer.concat([good, Buffer.from([0])]), // trailing byte
       good.subarray(0, good.length - 1), // truncated payload
       Buffer.from([0x50, 1, 0, 0, 0, 0]), // zero units
