@@ -25,8 +25,10 @@ local function cas(key, op_key, change)
   cur.ag = cur.ag + 1
   local to = change.to or key
   if to == key then
-    redis.call('SET', key, cjson.encode(cur))
-    return op_record(op_key, cjson.encode({ status = 'applied', v = cur }), ttl)
+    -- The record is encoded once, for the key and for the reply (every relocation commit takes this path).
+    local record = cjson.encode(cur)
+    redis.call('SET', key, record)
+    return op_record(op_key, '{"status":"applied","v":' .. record .. '}', ttl)
   end
   -- SpotWide membership changed: the record moves to another hash tag. Leave a forward carrying the new record;
   -- the provider installs it at `to` (owner-install.lua), and any reader rolls it forward if that step was lost.
