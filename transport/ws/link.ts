@@ -10,7 +10,7 @@
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { advertisedEndpoint, formatHost, isUnspecifiedHost } from '../address';
 import type { Link, LinkHandlers, LinkProvider } from '../link';
@@ -18,6 +18,7 @@ import type { MeshConfig } from '../types';
 
 class WsLink implements Link {
   private closed = false;
+  private corked = false;
   constructor(
     readonly outbound: boolean,
     private readonly ws: WebSocket,
@@ -49,7 +50,27 @@ class WsLink implements Link {
       if (done) setImmediate(done, new Error('ws link is not open'));
       return;
     }
+    this.corkTurn();
     this.ws.send(frame, { binary: true }, done);
+  }
+
+  /**
+   * The frames sent in one turn leave in one socket write: ws corks the socket only around each frame (one writev
+   * syscall per frame), and a relocation turn sends many small ones (per-batch control messages, chunk frames, Message
+   * Follow); on loopback each write also runs the receiver's TCP path. Uncorked when the current operation ends
+   * (process.nextTick), so no frame waits for a later turn.
+   */
+  private corkTurn(): void {
+    if (this.corked) return;
+    // ws keeps its net.Socket as `_socket` (no public accessor); without one there is nothing to cork.
+    const socket = (this.ws as unknown as { _socket?: Socket | null })._socket;
+    if (!socket) return;
+    this.corked = true;
+    socket.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      socket.uncork();
+    });
   }
 
   close(code: number, reason: string): void {

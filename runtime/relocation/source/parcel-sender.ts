@@ -16,8 +16,8 @@ export const PARCEL_MAX_BYTES = 4 * 1024 * 1024;
 /**
  * Units per parcel. A parcel is encoded in one task here and restored in one task on the target, and its units
  * hear relay-ready together: a bound on units keeps each of those tasks short however many units seal in one turn
- * (the seal window may reach 1,024), while the target's machine per parcel still costs < 1 µs per unit at 256
- * (tools/bench/unit-machines.bench.ts).
+ * (with the default seal window, at most 128 do), while the target's machine per parcel still costs < 1 µs per unit
+ * at 256 (tools/bench/unit-machines.bench.ts).
  */
 export const PARCEL_MAX_UNITS = 256;
 /** Transport payload ids of parcels start with this (a unit id never does). */

@@ -1,4 +1,4 @@
-import { SealGate } from './seal-gate';
+import { SEAL_GATE_DEFAULTS, SealGate } from './seal-gate';
 
 const flush = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -99,6 +99,25 @@ describe('SealGate', () => {
       gate.release(30 + (i % 3));
     }
     expect(gate.size).toBeGreaterThanOrEqual(8);
+  });
+
+  test('by default no more than 128 units are sealed at once, however fast they complete', async () => {
+    const gate = new SealGate();
+    expect(SEAL_GATE_DEFAULTS.maxWindow).toBe(128);
+    let sealed = 0;
+    let most = 0;
+    // A thousand units that each cut over in 1 ms: every round stays under the target, so the window only grows.
+    const units = Array.from({ length: 1000 }, () =>
+      acquire(gate).then(async () => {
+        most = Math.max(most, ++sealed);
+        await flush();
+        sealed--;
+        gate.release(1);
+      }),
+    );
+    await Promise.all(units);
+    expect(gate.size).toBe(128);
+    expect(most).toBe(128);
   });
 
   test('a stopped gate rejects every waiter and every later wait with the reason; permits still come back', async () => {
