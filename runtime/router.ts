@@ -14,6 +14,7 @@ import type { Envelope } from './envelope';
 import { decodeValue, encodeValue } from './codec';
 import { MAX_HOPS } from './envelope';
 import { abortReason, RemoteHandlerError, RequestError } from './errors';
+import { ExpiryQueue } from './expiry-queue';
 import { idOf, keyOfRef, nodeKey, sameNode, type ObjectKey } from './keys';
 import type { ObjectServer, Terminal } from './objects';
 import { parseRuntimeMessage, type BounceMessage, type MarkMessage, type ReplyMessage, type StaleMessage, type ViaMessage } from './protocol';
@@ -108,8 +109,7 @@ export class Router {
    * drops the expired ones from the front, O(1) per unit. Scanning the whole map every 1,024 S4s was 2.4% of the
    * source's main thread in a 100k move (issue [6/10]), and scanned again on every S4 while the size stayed put.
    */
-  private movedOrder: { key: ObjectKey; entry: MovedEntry }[] = [];
-  private movedHead = 0;
+  private readonly movedExpiry: ExpiryQueue<{ key: ObjectKey; entry: MovedEntry }>;
   /**
    * Own messages per object that wait for a Location Store read (and whatever is sent to that object meanwhile):
    * one queue per object keeps one sender's order through every lookup, bounce and re-route.
@@ -138,7 +138,17 @@ export class Router {
   private readonly loggedDrops = new Set<string>();
   private closed = false;
 
-  constructor(private readonly deps: RouterDeps) {}
+  constructor(private readonly deps: RouterDeps) {
+    this.movedExpiry = new ExpiryQueue(
+      deps.clock,
+      deps.restoreValidityMs,
+      // A later move of the same key replaced the entry: that one expires in its own turn.
+      ({ key, entry }) => {
+        if (this.moved.get(key) === entry) this.moved.delete(key);
+      },
+      { timer: false },
+    );
+  }
 
   get pendingRequests(): number {
     return this.pending.size;
@@ -874,28 +884,10 @@ export class Router {
     const to = this.follows.get(key);
     if (!to) return;
     this.follows.delete(key);
-    const now = this.deps.clock.now();
-    const entry: MovedEntry = { to, until: now + this.deps.restoreValidityMs };
+    const entry: MovedEntry = { to, until: this.deps.clock.now() + this.deps.restoreValidityMs };
     this.moved.set(key, entry);
-    this.movedOrder.push({ key, entry });
-    this.expireMoved(now);
-  }
-
-  private expireMoved(now: number): void {
-    const order = this.movedOrder;
-    while (this.movedHead < order.length && order[this.movedHead]!.entry.until <= now) {
-      const { key, entry } = order[this.movedHead]!;
-      order[this.movedHead++] = undefined as never;
-      // A later move of the same key replaced the entry: that one expires in its own turn.
-      if (this.moved.get(key) === entry) this.moved.delete(key);
-    }
-    if (this.movedHead === order.length) {
-      this.movedOrder = [];
-      this.movedHead = 0;
-    } else if (this.movedHead > 1024 && this.movedHead * 2 > order.length) {
-      this.movedOrder = order.slice(this.movedHead);
-      this.movedHead = 0;
-    }
+    this.movedExpiry.push({ key, entry });
+    this.movedExpiry.expireDue();
   }
 
   get followCount(): number {
@@ -952,9 +944,8 @@ export class Router {
     this.marking.clear();
     this.notifyIdle();
     this.follows.clear();
+    this.movedExpiry.clear();
     this.moved.clear();
-    this.movedOrder = [];
-    this.movedHead = 0;
     this.routes.clear();
     for (const id of [...this.pending.keys()]) this.settle(id, undefined, new RequestError('shutdown', 'the host shut down before the request completed'));
   }

@@ -15,7 +15,7 @@ import type { Timing } from '../options';
 import type { Router } from '../router';
 import { telemetry } from '../telemetry';
 import type { UnitEvent } from './events';
-import { ExpiryQueue } from './expiry-queue';
+import { ExpiryQueue } from '../expiry-queue';
 import { relayBatchMessages } from './protocol';
 import type { SourceUnit, FollowWindow as UnitFollowWindow, UnitSourceLogic } from './source/unit';
 

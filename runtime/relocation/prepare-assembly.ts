@@ -16,7 +16,7 @@ import type { NodeRef } from '../../stores/types';
 import { RelocationReason } from '../../vocabulary';
 import type { Clock } from '../clock';
 import { nodeKey } from '../keys';
-import { ExpiryQueue } from './expiry-queue';
+import { ExpiryQueue } from '../expiry-queue';
 import { RELOCATION_MESSAGE, type PrepareHead, type PrepareKeysMessage, type PrepareMessage } from './protocol';
 
 /** Where an assembly ends: the whole unit, or a failure for its source. */

@@ -27,7 +27,7 @@ import { unitSourceMachine, type UnitSourceEvent, type UnitSourceOutput } from '
 import { flatMachineLogic } from '../../runtime/flat-machine';
 import { unitTargetMachine } from '../../machines/unit-target.machine';
 import { systemClock } from '../../runtime/clock';
-import { ExpiryQueue } from '../../runtime/relocation/expiry-queue';
+import { ExpiryQueue } from '../../runtime/expiry-queue';
 
 const { values } = parseArgs({ options: { units: { type: 'string', default: '20000' }, runs: { type: 'string', default: '5' } } });
 const N = Number(values.units);

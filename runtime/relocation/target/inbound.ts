@@ -15,7 +15,7 @@ import { nodeKey, sameNode, type ObjectKey } from '../../keys';
 import { telemetry } from '../../telemetry';
 import { RelocationReason } from '../../../vocabulary';
 import { compatible, describeType } from '../compatibility';
-import { ExpiryQueue } from '../expiry-queue';
+import { ExpiryQueue } from '../../expiry-queue';
 import { decodeParcel, ParcelError } from '../parcel';
 import { PARCEL_ID_PREFIX } from '../source/parcel-sender';
 import { decodePayload } from '../payload';

@@ -1,5 +1,5 @@
 import { SimulatedClock } from 'xstate';
-import type { Clock } from '../clock';
+import type { Clock } from './clock';
 import { ExpiryQueue } from './expiry-queue';
 
 /** A SimulatedClock that counts the timeouts currently armed on it. */
@@ -146,4 +146,24 @@ test('a push from inside an expiry callback expires a full duration later', () =
   c.sim.increment(1);
   expect(expired).toEqual([['a', 10], ['again', 20]]);
   expect(c.stats().live).toBe(0);
+});
+
+test('without a timer nothing is armed: due entries expire at expireDue(), in order, and the rest wait', () => {
+  const c = countingClock();
+  const expired: [string, number][] = [];
+  const q = new ExpiryQueue<string>(c.clock, 100, (value, at) => expired.push([value, at]), { timer: false });
+  q.push('a');
+  c.sim.increment(50);
+  q.push('b');
+  c.sim.increment(60); // t=110: a is due, b is not
+  expect(expired).toEqual([]);
+  q.expireDue();
+  expect(expired).toEqual([['a', 110]]);
+  expect([...q.values()]).toEqual(['b']);
+  c.sim.increment(1000);
+  expect(expired).toEqual([['a', 110]]); // still no timer
+  q.push('c');
+  q.clear();
+  expect(expired).toEqual([['a', 110], ['b', 1110], ['c', 1110]]);
+  expect(c.stats().armed).toBe(0);
 });

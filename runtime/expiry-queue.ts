@@ -1,9 +1,16 @@
 /**
  * Entries that expire after one fixed duration, in insertion order, behind a single timer. Message Follow
  * routes (S1 → S4) and cutover retransmission copies (S1 + cutover wait) both use it, so their cost per unit
- * is an array push, not a timer or a machine state per unit (DESIGN.md measured traps).
+ * is an array push, not a timer or a machine state per unit (DESIGN.md measured traps). Without a timer
+ * (`{ timer: false }`) entries expire when the owner calls `expireDue()`: the router's moved-to hints, dropped at
+ * each S4, which must not keep a process alive for restoreValidityMs after its last move.
  */
-import type { Clock } from '../clock';
+import type { Clock } from './clock';
+
+export interface ExpiryQueueOptions {
+  /** false: no timer; entries expire only at `expireDue()` (and `clear()`). Default true. */
+  readonly timer?: boolean;
+}
 
 export class ExpiryQueue<T> {
   private items: { at: number; value: T }[] = [];
@@ -16,6 +23,7 @@ export class ExpiryQueue<T> {
     private readonly durationMs: number,
     /** Called exactly once per entry: at expiry, or from clear(). */
     private readonly onExpire: (value: T, expiredAt: number) => void,
+    private readonly options: ExpiryQueueOptions = {},
   ) {}
 
   get size(): number {
@@ -24,7 +32,7 @@ export class ExpiryQueue<T> {
 
   push(value: T): void {
     this.items.push({ at: this.clock.now() + this.durationMs, value });
-    this.arm();
+    if (this.options.timer !== false) this.arm();
   }
 
   *values(): IterableIterator<T> {
@@ -50,18 +58,26 @@ export class ExpiryQueue<T> {
     this.timer = this.clock.setTimeout(() => this.fire(), Math.max(0, next.at - this.clock.now()));
   }
 
-  private fire(): void {
-    this.armedFor = Infinity;
+  /** Expires every entry that is due now, in order. */
+  expireDue(): void {
     const now = this.clock.now();
     while (this.head < this.items.length && this.items[this.head]!.at <= now) {
       const item = this.items[this.head]!;
       this.items[this.head++] = undefined as never;
       this.onExpire(item.value, now);
     }
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.items.length) {
       this.items = this.items.slice(this.head);
       this.head = 0;
     }
+  }
+
+  private fire(): void {
+    this.armedFor = Infinity;
+    this.expireDue();
     this.arm();
   }
 }
