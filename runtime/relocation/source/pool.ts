@@ -3,9 +3,10 @@
  * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit is created with
  * `createActor(logic, { parent: poolActor, id })`, `logic` being the unit-source machine run over its transition
  * table (runtime/flat-machine.ts: the same declaration and inspection events): a child of the invoked pool actor (an
- * inspector sees relocationSupervisor → pool → units; same system, clock and inspect observer), never in the supervisor's snapshot
- * `children`, so supervisor work per event does not grow with the unit count. A unit's machine is created when its
- * payload budget is granted, in inventory order (§7); until then the unit waits, in flight, without an actor.
+ * inspector sees relocationSupervisor → pool → units; same system, clock and inspect observer), never in the
+ * supervisor's snapshot `children`, so supervisor work per event does not grow with the unit count. A unit's machine
+ * is created when its payload budget is granted and it is within the lookahead of the seal window, in inventory order
+ * (§7); until then the unit waits, in flight, without an actor.
  *
  * A unit counts for its batch once it settles: detached at S1 (entering `following`, §13: Relocated at the cutover
  * submit terminal, not S4), restored or not started. From then the pool holds nothing of it; a detached unit's machine
