@@ -94,7 +94,11 @@ async function until(check: () => boolean, what: string | (() => string), ms = 1
 async function run(stack: string, stores: Stores, meshes: MeshConfig[]): Promise<void> {
   lateSince = undefined;
   late = 0;
-  const timing = { discoveryIntervalMs: 20, leaseMs: 3000 };
+  // restoreValidityMs well inside the owner's 10 s Shutdown deadline: client b's resume at the owner routes to c2,
+  // whose record still names the gone `forced` host; the owner re-reads it for at most restoreValidityMs (§11), and
+  // its Shutdown waits for that message (§14 step 3). With the 30 s default, a resume that reached the owner late (a
+  // loaded CI run) held its Shutdown to the deadline: ForceStopped where this test is about a normal Shutdown.
+  const timing = { discoveryIntervalMs: 20, leaseMs: 3000, restoreValidityMs: 2000 };
   const sessions = { listen: { host: '127.0.0.1', port: 0 } };
   const base = { applicationVersion: 1, stores, meshes, types: [Chat, Stuck], timing, logger: { debug() {}, info() {}, warn() {}, error() {} } };
   const actors = await createRuntime({ ...base, nodeId: 'actors' });
