@@ -24,6 +24,8 @@ export interface TestNode {
   readonly transport: Transport & { diagnostics(): TransportDiagnostics };
   readonly events: Event[];
   readonly peerEvents: PeerInfo[];
+  /** Messages and peer states in the order the handlers saw them: `msg:<t>`, `peer:<nodeId>:<state>`. */
+  readonly timeline: string[];
   endpoints: Record<string, string>;
   descriptor(): NodeDescriptor;
   messages(): RuntimeMessage[];
@@ -61,6 +63,7 @@ export function describeTransportContract(h: ContractHarness): void {
     async function node(nodeId: string, gen = 1, opts: NodeOpts = {}): Promise<TestNode> {
       const events: Event[] = [];
       const peerEvents: PeerInfo[] = [];
+      const timeline: string[] = [];
       const ref = { nodeId, lifecycleGeneration: gen };
       const transport = h.create({
         self: { ...ref, applicationVersion: opts.appVersion ?? 1 },
@@ -69,9 +72,15 @@ export function describeTransportContract(h: ContractHarness): void {
         chunkBytes: opts.chunkBytes ?? 64 * 1024,
         timing: FAST,
         handlers: {
-          onMessage: (from, message) => events.push({ kind: 'message', from, message }),
+          onMessage: (from, message) => {
+            events.push({ kind: 'message', from, message });
+            timeline.push(`msg:${message.t}`);
+          },
           onPayload: (from, id, r) => events.push(r.ok ? { kind: 'payload', from, id, ok: true, bytes: r.bytes } : { kind: 'payload', from, id, ok: false, error: r.error }),
-          onPeer: (p) => peerEvents.push(p),
+          onPeer: (p) => {
+            peerEvents.push(p);
+            timeline.push(`peer:${p.nodeId}:${p.state}`);
+          },
         },
       });
       const n: TestNode = {
@@ -79,6 +88,7 @@ export function describeTransportContract(h: ContractHarness): void {
         transport,
         events,
         peerEvents,
+        timeline,
         endpoints: {},
         descriptor: () => ({
           nodeId,
@@ -311,6 +321,15 @@ export function describeTransportContract(h: ContractHarness): void {
       expect(c.endpoints.main).toBe(reserved.endpoint);
       await waitFor(() => ready(a, c), 'a reaches c');
       expect(stateOf(a, c.ref) === 'Ready' && a.transport.peers()[0]!.source).toBe('manual');
+    });
+
+    it('what a peer wrote before its descriptor vanished is handed over before the peer is reported Lost', async () => {
+      const [a, b] = await pair();
+      for (const t of ['r1', 'r2', 'r3']) expect(a.transport.send(b.ref, { t })).toBe(true);
+      await new Promise((r) => setImmediate(r)); // a's batch is written; b has not read it yet
+      b.transport.updatePeers([b.descriptor()]); // a vanished (it released its descriptor at its shutdown)
+      await waitFor(() => b.timeline.includes('peer:a:Lost'), 'a Lost on b');
+      expect(b.timeline.slice(b.timeline.indexOf('peer:a:Ready') + 1)).toEqual(['msg:r1', 'msg:r2', 'msg:r3', 'peer:a:Lost']);
     });
 
     it('shared key: matching keys admit; a wrong or missing key is never Admitted', async () => {

@@ -61,6 +61,8 @@ export class MeshNode implements ConnectionOwner {
   readonly connections = new Set<Connection>();
   private readonly dialers = new Map<string, Dialer>();
   private readonly dialerOf = new Map<Connection, Dialer>();
+  /** Connections of runs whose descriptor vanished, closing: their record turns Lost once they closed. */
+  private readonly vanishing = new Map<Connection, { readonly rec: PeerRecord; readonly timer: NodeJS.Timeout }>();
   endpoint: string | undefined;
 
   constructor(
@@ -109,7 +111,7 @@ export class MeshNode implements ConnectionOwner {
       // before its descriptor was read is merely undiscovered yet, and is corrected here.
       const manualConn = rec.conn !== undefined && this.dialerOf.get(rec.conn)?.manual === true;
       if (t && t.ref.lifecycleGeneration > rec.lifecycleGeneration) this.drop(rec, CloseCode.Replaced, 'replaced by a newer generation');
-      else if (!t && rec.source === 'descriptor' && !manualConn) this.drop(rec, CloseCode.Vanished, 'descriptor vanished');
+      else if (!t && rec.source === 'descriptor' && !manualConn && !this.isVanishing(rec)) this.drop(rec, CloseCode.Vanished, 'descriptor vanished');
       else if (t && sameRef(t.ref, rec) && rec.source === 'manual' && !manualConn) {
         rec.source = 'descriptor';
         if (rec.conn) rec.conn.source = 'descriptor';
@@ -275,6 +277,12 @@ export class MeshNode implements ConnectionOwner {
 
   closed(conn: Connection, code: number): void {
     this.connections.delete(conn);
+    const vanished = this.vanishing.get(conn);
+    if (vanished) {
+      clearTimeout(vanished.timer);
+      this.vanishing.delete(conn);
+      this.lose(vanished.rec);
+    }
     const d = this.dialerOf.get(conn);
     this.dialerOf.delete(conn);
     // A sealed listener refuses before its challenge, so a descriptor dial knows the peer only as expected.
@@ -310,9 +318,26 @@ export class MeshNode implements ConnectionOwner {
   private drop(rec: PeerRecord, code: CloseCode, reason: string): void {
     const conn = rec.conn;
     rec.conn = undefined;
+    if (conn?.isOpen && code === CloseCode.Vanished) {
+      // A run whose descriptor vanished may have written to us just before it left (a shutdown result at its
+      // deadline): what it sent before its close is read before it is reported Lost. Bounded like any close.
+      this.vanishing.set(conn, { rec, timer: setTimeout(() => conn.destroy(), this.ctx.closeGraceMs) });
+      conn.close(code, reason);
+      return;
+    }
     conn?.close(code, reason);
+    this.lose(rec);
+  }
+
+  private lose(rec: PeerRecord): void {
+    if (this.table.get(rec.nodeId) !== rec) return; // already Lost, or replaced by a newer run
     this.table.setState(rec, 'Lost');
     this.ctx.peerGone(this.mesh.name, rec);
+  }
+
+  private isVanishing(rec: PeerRecord): boolean {
+    for (const v of this.vanishing.values()) if (v.rec === rec) return true;
+    return false;
   }
 
   // ---- seal and close --------------------------------------------------------------------------------------
