@@ -35,7 +35,10 @@ export async function guarded(
       last = error; // nothing was sent: not applied, try again
       continue;
     }
-    const tokens = pending.map(() => randomUUID());
+    // One token per attempt, shared by its entries: fences are per op key, so (op key, token) still names exactly
+    // one attempt of one entry, and a call of 128 entries makes one UUID instead of 128.
+    const token = randomUUID();
+    const tokens = pending.map(() => token);
     let reply: unknown;
     try {
       reply = await send(pending, tokens);
