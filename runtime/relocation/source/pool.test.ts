@@ -7,6 +7,7 @@ import type { AnyActor, InspectionEvent } from 'xstate';
 import { defineActor, preserveState, RelocationMode, RelocationOutcome, RelocationReason, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '../..';
 import { eventually, FAST_TIMING, makeStack, type Stack } from '../../../spec-tests/support/stack';
 import { ALL_TYPES } from '../../../spec-tests/support/workload';
+import { sealWindowBound } from './seal-gate';
 
 const UNITS = 40;
 
@@ -77,6 +78,26 @@ describe('source unit actors (memory+in-process)', () => {
     }
     for (const ref of seen.units.keys()) expect(ref.getSnapshot().status).toBe('done');
     expect(source.diagnostics().followRoutes).toBe(0);
+  });
+
+  test('a relocation seals at most 1/128 of its units at once, and never fewer than 32 (seal-gate.ts sealWindowBound)', async () => {
+    expect([sealWindowBound(100_000), sealWindowBound(16_384), sealWindowBound(10_000), sealWindowBound(2_000), sealWindowBound(1)]).toEqual([128, 128, 78, 32, 32]);
+    const n = 2000;
+    const timing = { ...FAST_TIMING, messageFollowDurationMs: 200 };
+    const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES, timing });
+    await stack.host({ nodeId: 'target', applicationVersion: 1, types: ALL_TYPES, timing });
+    for (let i = 0; i < n; i++) await source.createActor('Counter', `c${i}`);
+    let sealed = 0;
+    let most = 0;
+    source.on(UNIT_CHANGED, (e) => {
+      if (e.side !== 'source') return;
+      if (e.state === 'sealed') most = Math.max(most, ++sealed);
+      else if (e.state === 'cutOver' || e.state === 'restored') sealed--;
+    });
+    await relocate(source);
+    // Units that cut over fast grow the window to its bound within a few rounds: with the 128 bound of a large
+    // relocation this move sealed 128 at once. (A loaded machine may keep it smaller; it never goes above.)
+    expect(most).toBeLessThanOrEqual(32);
   });
 
   /** A source and a target with a budget one unit fills, and an Actor whose turn holds until `release()`. */

@@ -22,7 +22,7 @@ import type { Hosted } from '../../objects';
 import type { OutboundPorts } from '../ports';
 import type { FollowWindow } from './unit';
 import type { Inventory, UnitPlan } from '../inventory';
-import { SealGate } from './seal-gate';
+import { SEAL_GATE_DEFAULTS, SealGate, sealWindowBound } from './seal-gate';
 import { SourceUnit, type UnitSourceLogic, type UnitStarter } from './unit';
 
 /** What the pool needs from the operation that owns it (the coordinator). */
@@ -78,7 +78,7 @@ export class UnitPool implements UnitStarter {
   /** PerActor shells that cut over: closed with RelocationOut once their member Actors moved (§10.2 step 6). */
   private readonly movedShells: UnitPlan[] = [];
   /** Bounds the units between seal and cutover submit by their observed stop time (§8 pacing). */
-  readonly sealGate = new SealGate();
+  readonly sealGate: SealGate;
   private run: Run | undefined;
 
   /**
@@ -93,6 +93,8 @@ export class UnitPool implements UnitStarter {
     inventory: Inventory,
   ) {
     this.batches = inventory.batches.map((plans) => [...plans]);
+    const units = inventory.batches[0].length + inventory.batches[1].length + inventory.batches[2].length;
+    this.sealGate = new SealGate({ ...SEAL_GATE_DEFAULTS, maxWindow: sealWindowBound(units) });
   }
 
   /**

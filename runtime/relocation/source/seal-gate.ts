@@ -23,7 +23,7 @@ export interface SealGateOptions {
 }
 
 /**
- * At most 128 units sealed at once. A stall on either side — a 20–40 ms scavenge, a descheduled process — delays every
+ * At most 128 units sealed at once (fewer for small relocations: sealWindowBound). A stall on either side — a 20–40 ms scavenge, a descheduled process — delays every
  * sealed unit together, so the sealed set, not the typical round trip, sets the S0→S1 tail; and a large set moves as
  * convoys, each step of a few hundred units one task on each side. Measured with `npm run bench -- --n 100000`
  * (2 cores): with up to 1,024 the window moved between about 100 and 900 units, S0→S1 p99 was 83–121 ms, and the 2%
@@ -33,6 +33,19 @@ export interface SealGateOptions {
  * it was slow (12.6–13.3 s against 9.6–11.7 s).
  */
 export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs: 25, initialWindow: 16, minWindow: 4, maxWindow: 128 });
+
+/**
+ * The bound for one relocation of `units` units: at most 128 (SEAL_GATE_DEFAULTS), and at most 1/128 of its units
+ * (never under 32). A stall delays every sealed unit at once, so this also bounds the share of a host's units one
+ * stall can push over the target to under 1%. Measured with `npm run bench -- --n 10000` (three runs each, alternated):
+ * with 128 sealed, one stall delayed 128 units (1.3%) and S0→S1 p99 was 46–80 ms, the maximum within 5 ms of it;
+ * with 78 (10,000 / 128) p99 was 38–43 ms, and the move took 10–25% longer. 100k units keep the 128 bound.
+ */
+export function sealWindowBound(units: number): number {
+  return Math.min(SEAL_GATE_DEFAULTS.maxWindow, Math.max(MIN_BOUND, Math.floor(units / SHARE_DIVISOR)));
+}
+const SHARE_DIVISOR = 128;
+const MIN_BOUND = 32;
 
 /** How many times the shortest observed S0→S1 (the base latency of one unit) still counts as not queueing. */
 const BASE_LATENCY_FACTOR = 4;
