@@ -281,7 +281,8 @@ export class MeshNode implements ConnectionOwner {
     if (vanished) {
       clearTimeout(vanished.timer);
       this.vanishing.delete(conn);
-      this.lose(vanished.rec);
+      // Unless the run came back meanwhile (its descriptor again) and a new connection took the record.
+      if (!vanished.rec.conn) this.lose(vanished.rec);
     }
     const d = this.dialerOf.get(conn);
     this.dialerOf.delete(conn);
