@@ -23,14 +23,14 @@ export interface SealGateOptions {
 }
 
 /**
- * At most 128 units sealed at once (fewer for small relocations: sealWindowBound). A stall on either side — a 20–40 ms scavenge, a descheduled process — delays every
- * sealed unit together, so the sealed set, not the typical round trip, sets the S0→S1 tail; and a large set moves as
- * convoys, each step of a few hundred units one task on each side. Measured with `npm run bench -- --n 100000`
- * (2 cores): with up to 1,024 the window moved between about 100 and 900 units, S0→S1 p99 was 83–121 ms, and the 2%
- * slowest units of a 10k move were all sealed within 10 ms of each other (one stall); with 128, p99 40–62 ms (p50
- * 8–11 ms); 160 gave p99 53–59 ms. The price: at most 128 units per seal-to-cutover round trip, so the move took as
- * long as with 1,024 while the machine was lightly loaded (10.7–11.1 s against 9.9–12.2 s) and 20–30% longer when
- * it was slow (12.6–13.3 s against 9.6–11.7 s).
+ * At most 128 units sealed at once (fewer for small relocations: sealWindowBound). A stall on either side — a 20–40 ms
+ * scavenge, a descheduled process — delays every sealed unit together, so the sealed set, not the typical round trip,
+ * sets the S0→S1 tail; and a large set moves as convoys, each step of a few hundred units one task on each side.
+ * Measured with `npm run bench -- --n 100000` (2 cores): with up to 1,024 the window moved between about 100 and 900
+ * units, S0→S1 p99 was 83–121 ms, and the 2% slowest units of a 10k move were all sealed within 10 ms of each other
+ * (one stall); with 128, p99 40–62 ms (p50 8–11 ms); 160 gave p99 53–59 ms. The price: at most 128 units per
+ * seal-to-cutover round trip, so the move took as long as with 1,024 while the machine was lightly loaded (10.7–11.1 s
+ * against 9.9–12.2 s) and 20–30% longer when it was slow (12.6–13.3 s against 9.6–11.7 s).
  */
 export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs: 25, initialWindow: 16, minWindow: 4, maxWindow: 128 });
 
