@@ -67,7 +67,6 @@ export class RelocationCoordinator {
    * The driver of each source unit actor, for its provided actions. A Map, not a WeakMap: every entry is deleted when
    * its unit settles, and 100k weak entries made each GC walk them (issue [6/10]: GC was 42% of a 100k batch start).
    */
-  private readonly sourceByActor = new Map<object, SourceUnit>();
   private readonly bytesPerType = new Map<string, number>();
   /** Source units of Instance Spots by key, while they are in flight: closeSpot is ordered against them (§12). */
   private readonly instanceUnits = new Map<ObjectKey, SourceUnit>();
@@ -162,9 +161,11 @@ export class RelocationCoordinator {
       complete: (from, message) => this.inbound.onPrepare(from, message),
       fail: (from, u, reason, error) => this.sendFail(from, u, reason, error),
     });
-    const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: object }) => {
-      const unit = this.sourceByActor.get(self);
-      if (unit) run(unit);
+    // A unit's actor is found by its id (the unit id) among the units in flight, so no map from actor to unit is
+    // written and cleared per unit; after S1 no driver action runs (`following` and its final states have none).
+    const source = (run: (unit: SourceUnit) => void) => ({ self }: { self: { readonly id: string } }) => {
+      const unit = this.sources.get(self.id);
+      if (unit && unit.actor === self) run(unit);
     };
     this.sourceLogic = flatMachineLogic<UnitSourceEvent, UnitSourceOutput>(
       unitSourceMachine.provide({
@@ -399,10 +400,6 @@ export class RelocationCoordinator {
     if (unit.plan.kind === 'instance') this.instanceUnits.set(unit.plan.root.key, unit);
   }
 
-  registerActor(actor: object, unit: SourceUnit): void {
-    this.sourceByActor.set(actor, unit);
-  }
-
   /** §12: the in-flight relocation unit of an Instance Spot (undefined when none started or it settled). */
   instanceUnit(key: ObjectKey): SourceUnit | undefined {
     return this.instanceUnits.get(key);
@@ -411,7 +408,6 @@ export class RelocationCoordinator {
   /** The unit settled (detached at S1, restored or not started): no longer in flight (§14 step 3). */
   unregisterSource(unit: SourceUnit): void {
     // Nothing of the driver is needed after S1: `following` and its final states run no driver action.
-    if (unit.actor) this.sourceByActor.delete(unit.actor);
     this.sources.delete(unit.plan.id);
     if (this.instanceUnits.get(unit.plan.root.key) === unit) this.instanceUnits.delete(unit.plan.root.key);
     this.wakeSettled();

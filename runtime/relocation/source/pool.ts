@@ -34,8 +34,6 @@ export interface UnitPoolOwner {
   readonly sourceLogic: UnitSourceLogic;
   /** A unit of the started batch (in flight from here: diagnostics, closeSpot ordering, §14 step 3). */
   registerSource(unit: SourceUnit): void;
-  /** Its machine was created: the provided actions reach the driver through it. */
-  registerActor(actor: object, unit: SourceUnit): void;
   unregisterSource(unit: SourceUnit): void;
   /** §10.2 step 6: OnClosing(RelocationOut) on a moved PerActor shell. */
   closeRelocatedOut(spot: Hosted, onClosing: SpotDefinition['onClosing']): void;
@@ -224,40 +222,49 @@ export class UnitPool implements UnitStarter {
     // Clock and inspect observer come from the parent's system.
     const actor = createActor(this.coord.sourceLogic, { parent: run.parent, id: unit.plan.id });
     unit.actor = actor;
-    this.coord.registerActor(actor, unit);
     this.live.add(unit);
     run.unsealed++;
-    let unsealed = true;
-    // The unit left `waiting` (sealed, or ended before its seal): the next unit behind the lookahead may start.
-    const leftWaiting = () => {
-      if (!unsealed) return;
-      unsealed = false;
-      run.unsealed--;
-      this.resumeLater(run);
-    };
-    let settled = false;
-    const settle = (failed?: RelocationReason) => {
-      if (settled) return;
-      settled = true;
-      leftWaiting();
-      subscription.unsubscribe();
-      run.settle(unit, failed);
-    };
-    const subscription = actor.subscribe({
-      next: (snapshot) => {
-        if (snapshot.value === 'sealed') return leftWaiting();
-        if (DETACHED_STATES.has(snapshot.value)) return settle();
-        if (snapshot.status !== 'done') return;
-        const output = snapshot.output as UnitSourceOutput;
-        // `closed` (§12) is no failure: the Spot closed first and there is nothing left to move.
-        settle(output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
-      },
-      error: (error) => {
-        this.coord.outbound.logger.error({ unit: unit.plan.id, err: error }, 'relocation unit machine failed');
-        settle(RelocationReason.RelocationFailed);
-      },
-    });
+    unit.aheadOfSeal = true;
     actor.start();
+    this.stepped(unit); // its entry action may have ended it at once (no budget, no transport)
+  }
+
+  /**
+   * The unit's machine took a step (UnitStarter): every event before S1 reaches it through its driver, which reports
+   * here once the machine has processed it, so the pool reads where the unit is from the machine's snapshot — no
+   * subscription per unit (an observer, its closures and xstate's per-update notification were 3–10% of the source's
+   * CPU in `npm run bench -- --n 100000`). Events after S1 (FOLLOW_EXPIRED, ROUTE_CUT) come from the follow window and
+   * need no accounting here: the unit settled at S1.
+   */
+  stepped(unit: SourceUnit): void {
+    const snapshot = unit.actor!.getSnapshot();
+    if (snapshot.status === 'active' && snapshot.value === 'waiting') return;
+    if (snapshot.value === 'sealed' && snapshot.status === 'active') return this.leftWaiting(unit);
+    if (!this.live.has(unit)) return; // settled before
+    if (snapshot.status === 'error') {
+      this.coord.outbound.logger.error({ unit: unit.plan.id, err: snapshot.error }, 'relocation unit machine failed');
+      return this.settle(unit, RelocationReason.RelocationFailed);
+    }
+    if (DETACHED_STATES.has(snapshot.value)) return this.settle(unit);
+    if (snapshot.status !== 'done') return; // closing (§12): it ends when the close does
+    const output = snapshot.output as UnitSourceOutput;
+    // `closed` (§12) is no failure: the Spot closed first and there is nothing left to move.
+    this.settle(unit, output.kind === 'restored' ? output.reason : output.kind === 'notStarted' ? (output.reason ?? RelocationReason.DeadlineExceeded) : undefined);
+  }
+
+  /** The unit left `waiting` (sealed, or ended before its seal): the next unit behind the lookahead may start. */
+  private leftWaiting(unit: SourceUnit): void {
+    const run = this.run;
+    if (!unit.aheadOfSeal || !run) return;
+    unit.aheadOfSeal = false;
+    run.unsealed--;
+    this.resumeLater(run);
+  }
+
+  /** Detached at S1, restored, not started or closed: the unit counts for its batch (see the header). */
+  private settle(unit: SourceUnit, failed?: RelocationReason): void {
+    this.leftWaiting(unit);
+    this.run?.settle(unit, failed);
   }
 
   /** STOP reached a unit without a machine (UnitStarter): it ends `notStarted`. */

@@ -41,6 +41,8 @@ export interface FollowWindow {
 export interface UnitStarter {
   /** Creates and starts the unit's machine now (it enters `waiting`; its `prepare` takes the budget if it has none). */
   start(unit: SourceUnit): void;
+  /** The unit's machine processed an event its driver sent: the starter reads where the unit is now. */
+  stepped(unit: SourceUnit): void;
   /** Why a unit without a machine waits: for payload budget, or for its turn in the pipeline (diagnostics). */
   waitingReason(): 'budget' | 'queued';
   /** STOP reached a unit without a machine: it ends `notStarted` (nothing was taken or sent for it). */
@@ -60,6 +62,8 @@ const NOTHING_CAPTURED: WorkItem[] = [];
 export class SourceUnit {
   /** The unit's machine, once started (see the header). */
   actor: Actor<UnitSourceLogic> | undefined;
+  /** The pool's count: the machine is started and has not left `waiting` yet (it holds a place in the lookahead). */
+  aheadOfSeal = false;
   readonly objects: Hosted[];
   /** The unit's object keys, root first (never changed: shared with follow entries, events and the prepare). */
   readonly keys: readonly string[];
@@ -124,9 +128,15 @@ export class SourceUnit {
     return this.actor ? this.actor.getSnapshot().value : 'waiting';
   }
 
-  /** An event for the unit's machine (only sent once it exists: every caller runs after the machine started). */
+  /**
+   * An event for the unit's machine (only sent once it exists: every caller runs after the machine started). Every
+   * event before S1 comes through here, so the pool hears of each step once the machine has taken it. An event sent
+   * from inside one of this machine's own actions is queued by xstate and taken before the outer send returns; that
+   * outer call reports the step.
+   */
   private tell(event: UnitSourceEvent): void {
     this.actor!.send(event);
+    this.starter.stepped(this);
   }
 
   /** The pool granted this unit's payload budget before creating its machine (§7: budget first, then the rest). */
