@@ -551,6 +551,8 @@ export class RelocationCoordinator {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // Units still queued without a driver end too (source/pool.ts), as the ones in flight do.
+    this.op?.pool?.stopStarting();
     for (const unit of this.sources.values()) unit.requestStop();
     this.window.close();
     this.inbound.close();
@@ -566,6 +568,7 @@ export class RelocationCoordinator {
         lastSelection: this.lastSelection,
         lastInventory: this.lastInventory,
         sources: this.sources.values(),
+        ...(op?.pool ? { queued: { plans: op.pool.queued(), reason: op.pool.waitingReason() } } : {}),
         inbound: this.inbound,
         window: this.window,
       },

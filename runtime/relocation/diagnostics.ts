@@ -9,6 +9,7 @@ import { statePath } from '../state-path';
 import type { FollowWindow } from './follow-window';
 import type { RelocationHost } from './ports';
 import type { SourceUnit } from './source/unit';
+import type { UnitPlan } from './inventory';
 import type { Inbound } from './target/inbound';
 import type { SelectionResult } from './target-selection';
 
@@ -43,6 +44,8 @@ export interface DiagnosticsView {
   readonly lastSelection?: SelectionResult['survivors'];
   readonly lastInventory?: RelocationDiagnostics['lastInventory'];
   readonly sources: Iterable<SourceUnit>;
+  /** Units of the batch still queued without a driver (source/pool.ts), all waiting for the same reason. */
+  readonly queued?: { readonly plans: Iterable<UnitPlan>; readonly reason: 'budget' | 'queued' };
   readonly inbound: Pick<Inbound, 'inFlight' | 'inFlightUnits'>;
   readonly window: Pick<FollowWindow, 'followRoutes' | 'retransmissionCopies' | 'retransmissionsSent' | 'copiesCleaned'>;
 }
@@ -78,6 +81,14 @@ export function relocationDiagnostics(view: DiagnosticsView, limit: number): Rel
     sourceByState[value] = (sourceByState[value] ?? 0) + 1;
     const waiting = WAITING_FOR[value];
     if (waiting) add(unit.plan.root.key, waiting);
+  }
+  if (view.queued) {
+    const reason = view.queued.reason;
+    for (const plan of view.queued.plans) {
+      sourceInFlight++;
+      sourceByState[reason] = (sourceByState[reason] ?? 0) + 1;
+      add(plan.root.key, WAITING_FOR[reason]!);
+    }
   }
   for (const unit of view.inbound.inFlightUnits()) add(unit.keys[0] ?? unit.id, 'inbound relocation unit in flight (it settles before this host fixes its own inventory)');
   if (host.manualTopology().length > 0) add('topology', 'ManualTopologyUnsupported');

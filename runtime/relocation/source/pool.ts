@@ -6,7 +6,12 @@
  * inspector sees relocationSupervisor → pool → units; same system, clock and inspect observer), never in the
  * supervisor's snapshot `children`, so supervisor work per event does not grow with the unit count. A unit's machine
  * is created when its payload budget is granted and it is within the lookahead of the seal window, in inventory order
- * (§7); until then the unit waits, in flight, without an actor.
+ * (§7); until then the unit waits, in flight, without an actor. Its driver (SourceUnit) is made when its turn comes
+ * too, or at the start of the batch when it may have to act before (an Instance Spot closeSpot can reach, §12, or a
+ * Spot already closing): a unit still queued is its plan, counted in flight through `queued()` (diagnostics) and ended
+ * by `stopStarting`. Making 100k drivers up front kept them all alive until their turn, so most were promoted to the
+ * old generation and died there (measured at 100k: ~30 MB of the source's peak RSS, and a 100k-entry map of units in
+ * flight that every reply looked up).
  *
  * A unit counts for its batch once it settles: detached at S1 (entering `following`, §13: Relocated at the cutover
  * submit terminal, not S4), restored or not started. From then the pool holds nothing of it; a detached unit's machine
@@ -49,11 +54,13 @@ interface Run {
   readonly target: NodeRef;
   readonly parent: AnyActorRef;
   /**
-   * Slots before `head` are cleared as it passes them: a started unit is held by its machine's driver map and the
-   * coordinator until it settles, and this array must not keep every moved object of the batch alive (and in the
-   * heap every major GC marks) until the whole batch ends (measured earlier: ~3.6 KB per unit).
+   * The batch's plans in inventory order. Slots before `head` are cleared as it passes them: a started unit is held
+   * by the coordinator until it settles, and this array must not keep every moved object of the batch alive (and in
+   * the heap every major GC marks) until the whole batch ends (measured earlier: ~3.6 KB per unit).
    */
-  readonly units: (SourceUnit | undefined)[];
+  readonly plans: (UnitPlan | undefined)[];
+  /** Units made before their turn (see the header), by plan; taken from here when `head` reaches them. */
+  readonly early: Map<UnitPlan, SourceUnit>;
   /** The next unit without a machine (earlier ones were started, or ended without one). */
   head: number;
   /** A budget wait is out for `units[head]` (one at a time: the others wait behind it, §7 FIFO). */
@@ -67,7 +74,8 @@ interface Run {
 
 /** The unit at `head` has its machine (or ended): the run lets go of it. */
 function advance(run: Run): void {
-  run.units[run.head++] = undefined;
+  if (run.early.size > 0) run.early.delete(run.plans[run.head]!);
+  run.plans[run.head++] = undefined;
 }
 
 export class UnitPool implements UnitStarter {
@@ -121,11 +129,11 @@ export class UnitPool implements UnitStarter {
       queueMicrotask(finish);
       return;
     }
-    const units = plans.map((plan) => new SourceUnit(this.coord.outbound, this.coord.window, plan, target, this.sealGate, this));
     const run: Run = {
       target,
       parent,
-      units,
+      plans,
+      early: new Map(),
       head: 0,
       acquiring: false,
       resume: undefined,
@@ -139,9 +147,35 @@ export class UnitPool implements UnitStarter {
       },
     };
     this.run = run;
-    for (const unit of units) this.coord.registerSource(unit);
-    for (const unit of units) if (unit.plan.root.closing !== undefined) unit.closeFirst();
+    for (const plan of plans) if (plan.kind === 'instance' || plan.root.closing !== undefined) run.early.set(plan, this.makeUnit(run, plan));
+    for (const unit of run.early.values()) if (unit.plan.root.closing !== undefined) unit.closeFirst();
     this.startGranted(run);
+  }
+
+  /** A unit's driver, registered in flight with the coordinator (replies, diagnostics, §14 step 3). */
+  private makeUnit(run: Run, plan: UnitPlan): SourceUnit {
+    const unit = new SourceUnit(this.coord.outbound, this.coord.window, plan, run.target, this.sealGate, this);
+    this.coord.registerSource(unit);
+    return unit;
+  }
+
+  /** The unit of the plan at `index`: made before (see `early`) or now. */
+  private unitAt(run: Run, index: number): SourceUnit {
+    const plan = run.plans[index]!;
+    return (run.early.size > 0 && run.early.get(plan)) || this.makeUnit(run, plan);
+  }
+
+  /**
+   * The units of the batch still queued without a driver (diagnostics: in flight, waiting for their turn or, behind
+   * the head unit's budget wait, for payload budget).
+   */
+  *queued(): Iterable<UnitPlan> {
+    const run = this.run;
+    if (!run) return;
+    for (let i = run.head; i < run.plans.length; i++) {
+      const plan = run.plans[i];
+      if (plan && !run.early.has(plan)) yield plan;
+    }
   }
 
   /**
@@ -152,13 +186,13 @@ export class UnitPool implements UnitStarter {
   private startGranted(run: Run): void {
     const { outbound } = this.coord;
     let started = 0;
-    while (run.head < run.units.length && !run.acquiring && !this.stopping && run.unsealed < this.lookahead()) {
+    while (run.head < run.plans.length && !run.acquiring && !this.stopping && run.unsealed < this.lookahead()) {
       if (started === START_PER_TURN) {
         // The rest in a later turn: creating thousands of machines at once blocks the event loop, and with it the
         // replies that end other units' source stop (S0→S1, §8). Measured: 630 ms for 10k units in one go.
         return this.resumeLater(run);
       }
-      const unit = run.units[run.head]!;
+      const unit = this.unitAt(run, run.head);
       if (unit.actor || unit.ended) {
         advance(run); // started early (a close) or ended without a machine
         continue;
@@ -172,6 +206,8 @@ export class UnitPool implements UnitStarter {
         started++;
         continue;
       }
+      // Kept while it waits, so that it is the unit found again (diagnostics, a STOP) until its turn.
+      run.early.set(unit.plan, unit);
       const waiting = outbound.acquireBudget(run.target, bytes);
       // No transport: the units do not start (as a STOP before the seal).
       if (!waiting) return this.endUnstartedFrom(run, undefined);
@@ -276,8 +312,10 @@ export class UnitPool implements UnitStarter {
   }
 
   private endUnstartedFrom(run: Run, reason: RelocationReason | undefined): void {
-    // Copied: ending the last unit finishes the batch, and the next batch may start meanwhile.
-    for (const unit of run.units.slice(run.head)) if (unit) this.endUnstarted(unit, reason);
+    // Made first: ending the last unit finishes the batch, and the next batch may start meanwhile.
+    const units: SourceUnit[] = [];
+    for (let i = run.head; i < run.plans.length; i++) if (run.plans[i]) units.push(this.unitAt(run, i));
+    for (const unit of units) this.endUnstarted(unit, reason);
   }
 
   /** §8: after the deadline (or on Shutdown) no new unit starts; started units go on to a safe terminal. */
