@@ -876,7 +876,8 @@ export class Router {
   /** S1: messages for `key` follow to `to` (the follow route is also the bounce hint until S4, see movedTo). */
   setFollow(key: ObjectKey, to: NodeRef): void {
     this.follows.set(key, to);
-    this.routes.delete(key);
+    // Usually empty on a source (its objects were local): no probe of a cold map per moved object then.
+    if (this.routes.size !== 0) this.routes.delete(key);
   }
 
   /** S4: the relay ends; the bounce hint stays for restoreValidityMs while the new owner's CAS may still land. */
