@@ -199,27 +199,6 @@ function writeBytes(buf: Buffer, o: number, b: Uint8Array): number {
 }
 
 /**
- * Payload buffers are cut from slabs of their own. `Buffer.allocUnsafe` takes them from node's shared 8 KiB pool,
- * which a ~1 KiB payload refills every seventh unit with a new ArrayBuffer (1.4% of the source's main thread at 100k
- * units, issue [6/10]). A payload lives until its parcel's intake is acknowledged, so a slab is freed soon after its
- * last payload went out; large payloads get a buffer of their own. 64 KiB stays under malloc's mmap threshold: a
- * 256 KiB slab was mapped and faulted in page by page each time (the copy into it took 3% of the main thread).
- */
-const SLAB_BYTES = 64 * 1024;
-let slab: Buffer | undefined;
-let slabAt = 0;
-function payloadBuffer(size: number): Buffer {
-  if (size > SLAB_BYTES / 16) return Buffer.allocUnsafe(size);
-  if (!slab || slabAt + size > SLAB_BYTES) {
-    slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-    slabAt = 0;
-  }
-  const buf = slab.subarray(slabAt, slabAt + size);
-  slabAt += (size + 7) & ~7; // 8-byte aligned, as node's pool
-  return buf;
-}
-
-/**
  * Throws a PayloadError when the payload cannot be written in this layout (see the top of the file); one Buffer of
  * exactly the payload's size otherwise.
  */
@@ -265,7 +244,7 @@ export function encodePayload(payload: UnitPayload): Buffer {
     }
   }
 
-  const buf = payloadBuffer(size);
+  const buf = Buffer.allocUnsafe(size);
   buf[0] = PAYLOAD_VERSION;
   buf[1] = kind;
   let o = writeText(buf, 2, p.unit as string);
