@@ -10,8 +10,8 @@
  * too, or at the start of the batch when it may have to act before (an Instance Spot closeSpot can reach, §12, or a
  * Spot already closing): a unit still queued is its plan, counted in flight through `queued()` (diagnostics) and ended
  * by `stopStarting`. Making 100k drivers up front kept them all alive until their turn, so most were promoted to the
- * old generation and died there (measured at 100k: ~30 MB of the source's peak RSS, and a 100k-entry map of units in
- * flight that every reply looked up).
+ * old generation and died there, and every reply looked its unit up in a 100k-entry map (measured with
+ * `npm run bench -- --n 100000`, three alternated pairs: the source's CPU per unit 7–12% lower without).
  *
  * A unit counts for its batch once it settles: detached at S1 (entering `following`, §13: Relocated at the cutover
  * submit terminal, not S4), restored or not started. From then the pool holds nothing of it; a detached unit's machine
@@ -63,7 +63,7 @@ interface Run {
   readonly early: Map<UnitPlan, SourceUnit>;
   /** The next unit without a machine (earlier ones were started, or ended without one). */
   head: number;
-  /** A budget wait is out for `units[head]` (one at a time: the others wait behind it, §7 FIFO). */
+  /** A budget wait is out for the unit at `head` (one at a time: the others wait behind it, §7 FIFO). */
   acquiring: boolean;
   /** More units were granted than one turn starts: the rest start in the next turn. */
   resume: NodeJS.Immediate | undefined;
@@ -268,8 +268,8 @@ export class UnitPool implements UnitStarter {
   /**
    * The unit's machine took a step (UnitStarter): every event before S1 reaches it through its driver, which reports
    * here once the machine has processed it, so the pool reads where the unit is from the machine's snapshot — no
-   * subscription per unit (an observer, its closures and xstate's per-update notification were 3–10% of the source's
-   * CPU in `npm run bench -- --n 100000`). Events after S1 (FOLLOW_EXPIRED, ROUTE_CUT) come from the follow window and
+   * subscription per unit (an observer, its closures and xstate's per-update notification: 2–3% of the source's CPU
+   * in `npm run bench -- --n 100000`, three alternated pairs). Events after S1 (FOLLOW_EXPIRED, ROUTE_CUT) come from the follow window and
    * need no accounting here: the unit settled at S1.
    */
   stepped(unit: SourceUnit): void {
