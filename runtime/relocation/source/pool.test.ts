@@ -160,6 +160,31 @@ describe('source unit actors (memory+in-process)', () => {
     expect(await source.request({ actor: 'c0' }, { op: 'where' })).toBe('source'); // still served here
   });
 
+  test('Shutdown during a relocation larger than the lookahead ends the units still queued without a driver, each once (§14)', async () => {
+    const n = 1500; // well past the 256 units whose machines are started ahead of the seal window
+    const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES, timing: FAST_TIMING });
+    await stack.host({ nodeId: 'target', applicationVersion: 1, types: ALL_TYPES, timing: FAST_TIMING });
+    for (let i = 0; i < n; i++) await source.createActor('Counter', `c${i}`);
+    const ends = new Map<string, string[]>();
+    let queuedSeen = 0;
+    source.on(UNIT_CHANGED, (e) => {
+      if (e.side !== 'source' || !['cutOver', 'restored', 'notStarted', 'closed'].includes(e.state)) return;
+      ends.set(e.unit, [...(ends.get(e.unit) ?? []), e.state]);
+      // Shutdown as soon as the first unit crossed, while most of the batch still waits for its turn.
+      if (ends.size === 1) {
+        queuedSeen = source.diagnostics({ limit: 0 }).units.sourceByState.queued ?? 0;
+        void source.shutdown({ deadlineMs: 10_000 });
+      }
+    });
+    const result = await source.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 20_000 });
+    expect(result.outcome).not.toBe(RelocationOutcome.Relocated);
+    await eventually(() => source.diagnostics().units.sourceInFlight === 0, 10_000, 'every unit ended');
+    expect(queuedSeen).toBeGreaterThan(0); // units without a driver were counted in flight, then ended
+    expect(ends.size).toBe(n);
+    for (const states of ends.values()) expect(states).toHaveLength(1);
+    expect([...ends.values()].filter(([state]) => state === 'notStarted').length).toBeGreaterThan(0);
+  });
+
   test('Shutdown before S4 cuts the follow routes: following units end in routeCut (§14)', async () => {
     const { source, seen } = await pair(60_000);
     await relocate(source);
