@@ -62,11 +62,8 @@ export class RelocationCoordinator {
   private op: Operation | undefined;
   private relocatedResult: RelocationResult | undefined;
   private lastSelection: SelectionResult['survivors'] | undefined;
+  /** Source units in flight by unit id, from their driver's making until they settle (source/pool.ts). */
   private readonly sources = new Map<string, SourceUnit>();
-  /**
-   * The driver of each source unit actor, for its provided actions. A Map, not a WeakMap: every entry is deleted when
-   * its unit settles, and 100k weak entries made each GC walk them (issue [6/10]: GC was 42% of a 100k batch start).
-   */
   private readonly bytesPerType = new Map<string, number>();
   /** Source units of Instance Spots by key, while they are in flight: closeSpot is ordered against them (§12). */
   private readonly instanceUnits = new Map<ObjectKey, SourceUnit>();
