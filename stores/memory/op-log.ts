@@ -17,7 +17,7 @@ export class OpLog {
   }
 
   record<T>(opId: string, result: T): T {
-    // crypto.randomUUID() returns a rope of ~14 concatenated pieces (~450 B kept per entry for the whole TTL);
+    // crypto.randomUUID() returns a rope of ~14 concatenated pieces (~400 B more kept per entry for the whole TTL);
     // charCodeAt flattens it in place, so the log keeps one flat string (measured: tools/bench/heap.bench.ts).
     opId.charCodeAt(0);
     this.entries.set(opId, { result, expiresAt: this.now() + this.ttlMs });
