@@ -19,7 +19,9 @@ const root = path.resolve(__dirname, '..');
 /** The client and what it imports, as CommonJS modules for the page, plus msgpackr's UMD browser build. */
 function bundle(): string {
   const modules: Record<string, string> = {};
-  const add = (id: string): void => {
+  const add = (spec: string): void => {
+    // A folder module (`../vocabulary`) is its index, as Node and bundlers resolve it.
+    const id = existsSync(path.join(root, `${spec}.ts`)) ? spec : `${spec}/index`;
     if (modules[id] !== undefined) return;
     const source = readFileSync(path.join(root, `${id}.ts`), 'utf8');
     const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2020, esModuleInterop: true } }).outputText;
@@ -36,6 +38,7 @@ function bundle(): string {
     "msgpackr": function (exports, require, module) { ${msgpackr} } };
   var cache = {};
   function load(id) {
+    if (!defs[id] && defs[id + '/index']) id = id + '/index';
     if (cache[id]) return cache[id].exports;
     if (!defs[id]) throw new Error('the browser client needs module ' + id);
     var module = { exports: {} };

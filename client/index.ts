@@ -20,7 +20,7 @@
  * Browser-safe: it uses the global `WebSocket` when there is one and loads the `ws` package only when there is not.
  */
 import { decodeValue, encodeValue } from '../runtime/codec';
-import { ArgumentError } from '../runtime/errors';
+import { ArgumentError } from '../vocabulary';
 import {
   AUTH_QUERY_PARAMETER,
   decodeServerMessage,
@@ -32,7 +32,7 @@ import {
 } from '../runtime/components/sessions/wire';
 
 export { SESSION_CLOSE_CODES, type SessionCloseCode } from '../runtime/components/sessions/wire';
-export { ArgumentError } from '../runtime/errors';
+export { ArgumentError } from '../vocabulary';
 
 /** The part of the WebSocket API the client uses (the browser's, or the `ws` package's). */
 export interface WebSocketLike {

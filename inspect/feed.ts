@@ -7,7 +7,7 @@
  */
 import type { InspectionEvent } from 'xstate';
 import WebSocket from 'ws';
-import { ArgumentError } from '../runtime/errors';
+import { ArgumentError } from '../vocabulary';
 import { UNIT_CHANGED } from '../runtime/relocation/events';
 import { InspectionModel } from './model';
 import { DEFAULT_INSPECTOR_OPTIONS, type WatchableHost } from './server';

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { InspectionEvent } from 'xstate';
 import WebSocket, { WebSocketServer } from 'ws';
-import { ArgumentError } from '../runtime/errors';
+import { ArgumentError } from '../vocabulary';
 import { UNIT_CHANGED, type UnitEvent } from '../runtime/relocation/events';
 import { InspectionModel } from './model';
 import type { InspectorMessage, InspectorView, MachineDiagram, NodeView, UnitSample } from './types';

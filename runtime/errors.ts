@@ -15,16 +15,11 @@ export class RelocationArgumentError extends TypeError {
   }
 }
 
-/** Any other public call given a wrong type or value. Nothing changed. */
-export class ArgumentError extends TypeError {
-  override readonly name = 'ArgumentError';
-  constructor(
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${field}: ${message}`);
-  }
-}
+/**
+ * Any other public call given a wrong type or value. Nothing changed. Declared in the vocabulary (a leaf), so stores/
+ * and the client refuse bad input with the same class without importing the runtime.
+ */
+export { ArgumentError } from '../vocabulary';
 
 /** Caller cancellation through AbortSignal: ends only that caller's wait (§6). */
 export class AbortError extends Error {

@@ -8,12 +8,10 @@ import { advertisedEndpoint, isUnspecifiedHost } from '../transport/address';
 import type { MeshConfig, TransportFactory } from '../transport/types';
 import type { Clock } from './clock';
 import type { ObjectDefinition } from './definitions';
-import { closestName } from './closest-name';
 import type { SessionsOptions } from './components/sessions';
 import { ArgumentError, RelocationArgumentError } from './errors';
 import { consoleLogger, loggerFromLogFn, type LogFn, type Logger } from './logger';
-import type { RelocationOptions } from '../vocabulary';
-import { RelocationMode } from '../vocabulary';
+import { closestName, RelocationMode, type RelocationOptions } from '../vocabulary';
 
 export const DEFAULT_TIMING = Object.freeze({
   /** Wait from the relay-ready reply until cutover arrives, then the target falls back to CAS (§9). @default 1000 */

@@ -4,6 +4,21 @@
  * neither each other's nor the runtime's types. Wire values (§2.1, §3) come from here and nowhere else.
  */
 
+// ── bad input ──────────────────────────────────────────────────────────────────────────────
+
+/** Any public call given a wrong type or value (runtime/errors.ts re-exports it with the other error classes). Nothing changed. */
+export class ArgumentError extends TypeError {
+  override readonly name = 'ArgumentError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`${field}: ${message}`);
+  }
+}
+
+export { closestName } from './closest-name';
+
 // ── wire values (§2.1, §3) ──────────────────────────────────────────────────────────────────
 
 export const RelocationMode = { PlannedMaintenance: 0, RollingUpdate: 1 } as const;

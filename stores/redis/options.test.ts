@@ -2,7 +2,7 @@
  * redisStores options are checked at the call, before any connection: what plain JavaScript can pass wrongly is
  * refused at once with an ArgumentError (a TypeError) whose `field` names the option (no Redis needed).
  */
-import { ArgumentError } from '../../runtime/errors';
+import { ArgumentError } from '../../vocabulary';
 import { redisStores, type RedisStoresOptions } from './redis-stores';
 
 const make = (options: unknown) => () => redisStores(options as RedisStoresOptions);

@@ -5,8 +5,7 @@
  * another scheme (ioredis would take it as a socket path and fail only after its connect timeout), a bad node.
  */
 import type { ConnectionOptions } from 'node:tls';
-import { closestName } from '../../runtime/closest-name';
-import { ArgumentError } from '../../runtime/errors';
+import { ArgumentError, closestName } from '../../vocabulary';
 
 export interface RedisStoresOptions {
   /**
