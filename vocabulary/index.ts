@@ -1,7 +1,8 @@
 /**
- * The shared vocabulary (issue [6/10] "untangle"): node identity, object ids, descriptors, wire values and public
- * results. A leaf: it imports nothing of ours, so machines/ depend only on it, and stores/ and transport/ need
- * neither each other's nor the runtime's types. Wire values (§2.1, §3) come from here and nowhere else.
+ * The shared vocabulary (issue [6/10] "untangle"): node identity, object ids, descriptors, wire values, public
+ * results and the bad-input error (ArgumentError, with its "did you mean" helper). A leaf: it imports nothing of
+ * ours, so machines/ depend only on it, and stores/ and transport/ need neither each other's nor the runtime's
+ * types. Wire values (§2.1, §3) come from here and nowhere else.
  */
 
 // ── bad input ──────────────────────────────────────────────────────────────────────────────
