@@ -67,6 +67,23 @@ export const pct = (sorted: readonly number[], p: number): number =>
 export const sortNum = (xs: number[]): number[] => xs.sort((a, b) => a - b);
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * CPU ms of a process at wall-clock time `at`, read from its (time, CPU ms) pairs sampled every 100 ms
+ * (`samples` flat and in time order): linear between the two samples around `at`, clamped to the first and last.
+ */
+export function cpuAt(samples: readonly number[], at: number): number {
+  if (samples.length < 2) return NaN;
+  if (at <= samples[0]!) return samples[1]!;
+  for (let i = 2; i < samples.length; i += 2) {
+    const t = samples[i]!;
+    if (at > t) continue;
+    const t0 = samples[i - 2]!;
+    const c0 = samples[i - 1]!;
+    return t === t0 ? samples[i + 1]! : c0 + ((samples[i + 1]! - c0) * (at - t0)) / (t - t0);
+  }
+  return samples[samples.length - 1]!;
+}
+
 /** Runs `count` tasks with at most `limit` in flight. */
 export async function pool(count: number, limit: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;

@@ -66,6 +66,12 @@ export class BenchNode {
   private rssTimer: NodeJS.Timeout | undefined;
   /** CPU time of this process from `watch` to `stats` (user + system): robust where wall clock is skewed by load. */
   private cpuBefore: NodeJS.CpuUsage | undefined;
+  /**
+   * The same CPU time every 100 ms, as flat (wall clock ms, CPU ms since `watch`) pairs: the orchestrator reads the
+   * CPU of the move alone from it (Relocate → Relocated on the source, → its last owner CAS on the target), without
+   * the owner-record reads and traffic reports that follow.
+   */
+  private readonly cpuSamples: number[] = [];
   /** How long this process's event loop was blocked during the move (a stall here delays every unit's reply). */
   private loopDelay: IntervalHistogram | undefined;
   /** GC pauses of this process's main thread during the move: young generation (scavenges) and the rest. */
@@ -190,8 +196,18 @@ export class BenchNode {
     this.gcObserver.observe({ entryTypes: ['gc'] });
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
-    this.rssTimer = setInterval(() => (this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss())), 100);
+    this.cpuSamples.length = 0;
+    this.sampleCpu();
+    this.rssTimer = setInterval(() => {
+      this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss());
+      this.sampleCpu();
+    }, 100);
     return { rssMB: this.rssBefore / 2 ** 20 };
+  }
+
+  private sampleCpu(): void {
+    const cpu = process.cpuUsage(this.cpuBefore);
+    this.cpuSamples.push(Date.now(), (cpu.user + cpu.system) / 1000);
   }
 
   /** Source: Relocate, then read every owner record until all name the target (source clock for both). */
@@ -224,6 +240,7 @@ export class BenchNode {
   private async stats(): Promise<Record<string, unknown>> {
     clearInterval(this.rssTimer);
     this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss());
+    this.sampleCpu();
     const s0s1: number[] = [];
     const [s0s, s1s, s2s, s3s] = [this.s0.map(), this.s1.map(), this.s2.map(), this.s3.map()];
     for (const [u, at] of s1s) {
@@ -256,6 +273,7 @@ export class BenchNode {
     const loop = this.loopDelay;
     return {
       cpuMs: (cpu.user + cpu.system) / 1000,
+      cpuSamples: this.cpuSamples,
       loopDelayMs: loop ? { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } : undefined,
       gcPauses: this.gc,
       rssBeforeMB: this.rssBefore / 2 ** 20,
