@@ -54,6 +54,9 @@ interface NaiveActor {
   state: EntryState;
 }
 
+/** ZLINK_BENCH_S0S1_DECILES=1: the orchestrator prints S0→S1 by decile of the move (bench.ts); the hosts keep S0 and relay-ready stamps for it. */
+const DECILES = !!process.env.ZLINK_BENCH_S0S1_DECILES;
+
 export class BenchNode {
   private host: FrameworkRuntime | undefined;
   private stores: Stores | undefined;
@@ -81,6 +84,8 @@ export class BenchNode {
   private readonly s1 = new Stamps();
   private readonly s2 = new Stamps();
   private readonly s3 = new Stamps();
+  /** Target relay-ready stamps, kept only for the decile view (ZLINK_BENCH_S0S1_DECILES): S0→S1 split at the target. */
+  private readonly ready = new Stamps();
   private fellBack = 0;
   private submitFailed = 0;
   private discarded = 0;
@@ -175,6 +180,7 @@ export class BenchNode {
         if (e.fellBack) this.fellBack++;
       } else if (e.point === 'S3') this.s3.add(e.unit, e.at);
       else if (e.state === 'discarded') this.discarded++;
+      else if (e.state === 'relayReady' && DECILES) this.ready.add(e.unit, e.at);
     }
   }
 
@@ -252,18 +258,6 @@ export class BenchNode {
       const s2 = s2s.get(u);
       if (s2 !== undefined) s2s3.push(at - s2);
     }
-    // ZLINK_BENCH_S0S1_DECILES=1: S0→S1 by seal order (deciles of the units sorted by S0), to see where a tail comes from.
-    if (process.env.ZLINK_BENCH_S0S1_DECILES && s0s.size > 0) {
-      const bySeal = [...s0s].filter(([u]) => s1s.has(u)).sort((a, b) => a[1] - b[1]);
-      const start = bySeal[0]![1];
-      const rows = [];
-      for (let d = 0; d < 10; d++) {
-        const part = bySeal.slice(Math.floor((d * bySeal.length) / 10), Math.floor(((d + 1) * bySeal.length) / 10)).map(([u, at]) => s1s.get(u)! - at);
-        sortNum(part);
-        rows.push(`decile ${d}: sealed from +${bySeal[Math.floor((d * bySeal.length) / 10)]![1] - start} ms, S0→S1 p50 ${pct(part, 50)} p99 ${pct(part, 99)} max ${part[part.length - 1]}`);
-      }
-      console.log(rows.join('\n'));
-    }
     sortNum(s0s1);
     sortNum(s2s3);
     const summary = (xs: number[]) => ({ count: xs.length, p50: pct(xs, 50), p99: pct(xs, 99), max: xs[xs.length - 1] ?? NaN });
@@ -282,6 +276,7 @@ export class BenchNode {
       s2s3: summary(s2s3),
       // per-unit wall-clock stamps for same-machine correlation by the orchestrator
       s1: [...s1s],
+      ...(DECILES ? { s0: [...s0s], ready: [...this.ready.map()] } : {}),
       s2: [...s2s],
       fellBack: this.fellBack,
       submitFailed: this.submitFailed,
