@@ -1,4 +1,4 @@
-import { cpuAt } from './bench-common';
+import { cpuAt, s0s1Deciles } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -26,5 +26,23 @@ describe('cpuAt (CPU of the move from 100 ms samples)', () => {
 
   test('no samples: NaN', () => {
     expect(cpuAt([], 1000)).toBeNaN();
+  });
+});
+
+describe('s0s1Deciles (S0→S1 by tenth of the move, split at relay-ready)', () => {
+  // 20 units sealed 10 ms apart; each restores 3 ms after its seal, S1 2 ms later; unit 19 stops 100 ms.
+  const s0: [string, number][] = Array.from({ length: 20 }, (_, i) => [`u${i}`, 1000 + 10 * i]);
+  const ready = new Map(s0.map(([u, at]) => [u, at + 3]));
+  const s1 = new Map(s0.map(([u, at], i) => [u, i === 19 ? at + 100 : at + 5]));
+
+  test('one row per tenth, in seal order, with both legs', () => {
+    const rows = s0s1Deciles(s0, ready, s1).split('\n');
+    expect(rows).toHaveLength(10);
+    expect(rows[0]).toBe('decile 0: sealed from +0 ms, S0→S1 p50 5 p99 5 max 5 | S0→ready p50 3 p99 3 | ready→S1 p50 2 p99 2');
+    expect(rows[9]).toBe('decile 9: sealed from +180 ms, S0→S1 p50 5 p99 100 max 100 | S0→ready p50 3 p99 3 | ready→S1 p50 2 p99 97');
+  });
+
+  test('units that never reached S1 are left out', () => {
+    expect(s0s1Deciles(s0, ready, new Map())).toBe('deciles: no unit reached S1');
   });
 });

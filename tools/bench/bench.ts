@@ -34,7 +34,7 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
-import { actorId, compareSeen, cpuAt, installMetrics, pct, pool, sleep, sortNum, STATE_BYTES } from './bench-common';
+import { actorId, compareSeen, cpuAt, installMetrics, pct, pool, s0s1Deciles, sleep, sortNum, STATE_BYTES } from './bench-common';
 import { forkHost, type ChildPeer } from '../child-host';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
@@ -160,30 +160,6 @@ interface UnitStats {
   undeliverableCounter: number;
   runtimeLog: { warn: number; error: number };
   diagnostics: unknown;
-}
-
-/**
- * ZLINK_BENCH_S0S1_DECILES=1: S0→S1 by decile of the move (units in seal order), split at the target's relay-ready
- * (S0 → relay-ready: payload out and restored; relay-ready → S1: the reply back and the cutover submit), to see
- * where and in which part of the move a tail comes from. Stamps of two processes on one machine's wall clock.
- */
-function s0s1Deciles(s0: [string, number][], ready: Map<string, number>, s1: Map<string, number>): string {
-  const bySeal = s0.filter(([u]) => s1.has(u)).sort((a, b) => a[1] - b[1]);
-  if (bySeal.length === 0) return 'deciles: no unit reached S1';
-  const start = bySeal[0]![1];
-  const rows: string[] = [];
-  for (let d = 0; d < 10; d++) {
-    const from = Math.floor((d * bySeal.length) / 10);
-    const part = bySeal.slice(from, Math.floor(((d + 1) * bySeal.length) / 10));
-    const total = sortNum(part.map(([u, at]) => s1.get(u)! - at));
-    const out = sortNum(part.filter(([u]) => ready.has(u)).map(([u, at]) => ready.get(u)! - at));
-    const back = sortNum(part.filter(([u]) => ready.has(u)).map(([u]) => s1.get(u)! - ready.get(u)!));
-    rows.push(
-      `decile ${d}: sealed from +${bySeal[from]![1] - start} ms, S0→S1 p50 ${pct(total, 50)} p99 ${pct(total, 99)} max ${total[total.length - 1]}` +
-        ` | S0→ready p50 ${pct(out, 50)} p99 ${pct(out, 99)} | ready→S1 p50 ${pct(back, 50)} p99 ${pct(back, 99)}`,
-    );
-  }
-  return rows.join('\n');
 }
 
 const round = (x: number, d = 1): number => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
