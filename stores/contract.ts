@@ -17,6 +17,12 @@ export interface StoreHarness {
   tamperPage(relocationId: string, spotId: string, page: number): Promise<void>;
 }
 
+/**
+ * A TTL a test expects to still hold for its next few calls, then waits out (a real sleep on Redis): long enough that
+ * a loaded CI machine does not let it lapse between two commands (60 ms did, once, on the cluster stack).
+ */
+const SHORT_TTL_MS = 500;
+const PAST_SHORT_TTL_MS = SHORT_TTL_MS + 300;
 const nodeA: NodeRef = { nodeId: 'node-a', lifecycleGeneration: 1 };
 const nodeB: NodeRef = { nodeId: 'node-b', lifecycleGeneration: 3 };
 const op = (): string => randomUUID();
@@ -118,6 +124,18 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
           expect(result.status).toBe(i % 4 === 0 ? 'conflict' : 'applied');
           expect(result.record).toMatchObject({ id: ids[i], authorityGeneration: i % 4 === 0 ? 1 : 2 });
         });
+      });
+
+      test('casMany: entries with different owners in one call each get their own owner', async () => {
+        const ids = Array.from({ length: 12 }, (_, i) => unique(`mixed${i}`));
+        await Promise.all(ids.map((id) => claimActor(id)));
+        const ownerOf = (i: number): NodeRef => (i % 3 === 0 ? nodeB : i % 3 === 1 ? { nodeId: `node-c${i}`, lifecycleGeneration: 4 } : { ...nodeA });
+        const results = await location.casMany(ids.map((id, i) => ({ object: actor(id), opId: op(), expectedAuthorityGeneration: i === 5 ? 3 : 1, owner: ownerOf(i) })));
+        results.forEach((result, i) => {
+          if (i === 5) return expect(result).toMatchObject({ status: 'conflict', record: { owner: nodeA, authorityGeneration: 1 } });
+          expect(result).toMatchObject({ status: 'applied', record: { id: ids[i], owner: ownerOf(i), authorityGeneration: 2 } });
+        });
+        expect((await location.getMany(ids.map(actor))).map((r) => r?.owner)).toEqual(ids.map((_, i) => (i === 5 ? nodeA : ownerOf(i))));
       });
 
       test('bad input is a TypeError naming the field, and nothing is written', async () => {
@@ -261,11 +279,11 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
       test('an expired lease vanishes from list() and cannot be renewed', async () => {
         const { descriptors } = h.stores;
         const nodeId = unique('node');
-        const lease = await descriptors.acquire(descriptor(nodeId, 1), 60);
-        expect(await descriptors.renew(lease, 60)).toBe(true);
-        await h.advance(150);
+        const lease = await descriptors.acquire(descriptor(nodeId, 1), SHORT_TTL_MS);
+        expect(await descriptors.renew(lease, SHORT_TTL_MS)).toBe(true);
+        await h.advance(PAST_SHORT_TTL_MS);
         expect(await mine(nodeId)).toEqual([]);
-        expect(await descriptors.renew(lease, 60)).toBe(false);
+        expect(await descriptors.renew(lease, SHORT_TTL_MS)).toBe(false);
       });
 
       test('acquire is exclusive: a live lease refuses every other run, newer or older, with the time it has left', async () => {
@@ -302,9 +320,9 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
       test('after the holder stops renewing (a crash), acquire succeeds once its lease expired; the old lease stays dead', async () => {
         const { descriptors } = h.stores;
         const nodeId = unique('node');
-        const crashed = await descriptors.acquire(descriptor(nodeId, 1), 60);
+        const crashed = await descriptors.acquire(descriptor(nodeId, 1), SHORT_TTL_MS);
         await expect(descriptors.acquire(descriptor(nodeId, 2), 10_000)).rejects.toThrow(LeaseHeldError);
-        await h.advance(150); // no renew, no release: the lease simply expires
+        await h.advance(PAST_SHORT_TTL_MS); // no renew, no release: the lease simply expires
         const next = await descriptors.acquire(descriptor(nodeId, 3), 10_000);
         expect(next).toMatchObject({ nodeId, lifecycleGeneration: 3 });
         expect(await mine(nodeId)).toEqual([descriptor(nodeId, 3)]);
@@ -368,10 +386,10 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
       test('request terminals: first write wins and expire after their TTL', async () => {
         const { relocation } = h.stores;
         const opId = op();
-        expect(await relocation.recordRequestTerminal(opId, { ok: true, value: { n: 3 } }, 80)).toBe(true);
-        expect(await relocation.recordRequestTerminal(opId, { ok: false, error: 'late' }, 80)).toBe(false);
+        expect(await relocation.recordRequestTerminal(opId, { ok: true, value: { n: 3 } }, SHORT_TTL_MS)).toBe(true);
+        expect(await relocation.recordRequestTerminal(opId, { ok: false, error: 'late' }, SHORT_TTL_MS)).toBe(false);
         expect(await relocation.getRequestTerminal(opId)).toEqual({ ok: true, value: { n: 3 } });
-        await h.advance(200);
+        await h.advance(PAST_SHORT_TTL_MS);
         expect(await relocation.getRequestTerminal(opId)).toBeUndefined();
       });
     });

@@ -106,9 +106,30 @@ describeWithRedis('redis faults', () => {
       const opKey = keys.op(key, 'late-op');
       await client.ready();
       expect(await client.script('opFence', [opKey], [60_000, 'token-1'])).toEqual([FENCED]);
-      const late = JSON.stringify({ t: 'token-1', e: 1, n: 'node-b', g: 1, to: key });
-      expect(await client.script('ownerCas', [key, opKey], [60_000, late])).toEqual([FENCED]);
+      // Both forms of a change (owner-cas.lua): the JSON one and the compact owner change to the call's owner.
+      const late = JSON.stringify({ e: 1, n: 'node-b', g: 1, to: key });
+      expect(await client.script('ownerCas', [key, opKey], [60_000, 'token-1', '', '', late])).toEqual([FENCED]);
+      expect(await client.script('ownerCas', [key, opKey], [60_000, 'token-1', 'node-b', 1, '1'])).toEqual([FENCED]);
       expect(await a.location.get(object)).toMatchObject({ owner: nodeA, authorityGeneration: 1 });
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('owner-cas.lua refuses a compact change without the call owner before writing any entry', async () => {
+    const client = new RedisClient({ url: REDIS_URL, commandTimeoutMs: 1000, attempts: 2, backoffMs: 5, reconnectMaxMs: 100 });
+    const keys = new RedisKeys(prefix);
+    try {
+      const first = actor();
+      const second = actor();
+      await a.location.claim({ object: first, type: 'Counter', owner: nodeA, opId: randomUUID() });
+      await a.location.claim({ object: second, type: 'Counter', owner: nodeA, opId: randomUUID() });
+      await client.ready();
+      const json = JSON.stringify({ e: 1, n: 'node-b', g: 1 });
+      const entries = [keys.home(first), keys.op(keys.home(first), 'op-1'), keys.home(second), keys.op(keys.home(second), 'op-2')];
+      await expect(client.script('ownerCas', entries, [60_000, 'token-1', '', '', json, '1'])).rejects.toThrow(/compact change without the call owner/);
+      expect(await a.location.get(first)).toMatchObject({ owner: nodeA, authorityGeneration: 1 });
+      expect(await a.location.get(second)).toMatchObject({ owner: nodeA, authorityGeneration: 1 });
     } finally {
       await client.close();
     }

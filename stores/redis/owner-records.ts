@@ -120,15 +120,20 @@ export class RedisOwnerRecords {
           const opKeys: string[] = new Array(group.length);
           for (let i = 0; i < group.length; i++) opKeys[i] = keys.op(group[i]!.key, requests[group[i]!.index]!.opId);
           const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, tokens) => {
-            // KEYS: record key and op key per entry; ARGV: ttl, then one change per entry (owner-cas.lua).
+            // KEYS: record key and op key per entry; ARGV: ttl, the attempt's token, the call's owner, then one change
+            // per entry (owner-cas.lua): an owner change to the call's owner is only its expected generation.
             const scriptKeys: string[] = new Array(indices.length * 2);
-            const args: (string | number)[] = new Array(indices.length + 1);
+            const args: (string | number)[] = new Array(indices.length + 4);
+            const owner = callOwner(requests, group, indices);
             args[0] = opTtlMs;
+            args[1] = tokens[0]!;
+            args[2] = owner ? owner.nodeId : '';
+            args[3] = owner ? owner.lifecycleGeneration : '';
             for (let n = 0; n < indices.length; n++) {
               const entry = group[indices[n]!]!;
               scriptKeys[2 * n] = entry.key;
               scriptKeys[2 * n + 1] = opKeys[indices[n]!]!;
-              args[n + 1] = this.change(requests[entry.index]!, entry.key, tokens[n]!);
+              args[n + 4] = this.change(requests[entry.index]!, entry.key, owner);
             }
             return client.script('ownerCas', scriptKeys, args);
           });
@@ -153,34 +158,20 @@ export class RedisOwnerRecords {
   }
 
   /**
-   * The change JSON owner-cas.lua applies; `to` is where the record lives afterwards. An owner change alone (every
-   * relocation commit) is written directly, with the owner's part built once per owner object and no `to` (the
-   * record stays at its key): no object, no whole-object stringify and no second copy of the key per record (issue
-   * [6/10]). The token is a UUID and `e` a checked integer.
+   * The change owner-cas.lua applies to one entry; `to` is where the record lives afterwards. An owner change alone to
+   * the call's owner (every relocation commit) is just its expected generation: no JSON built here or decoded there
+   * per entry, no token or owner repeated per entry (issue [6/10]). Anything else is a JSON object.
    */
-  private change(request: CasRequest, key: string, token: string): string {
-    if (request.spot === undefined && request.owner) return `{"t":"${token}","e":${request.expectedAuthorityGeneration},${this.ownerJson(request.owner)}}`;
+  private change(request: CasRequest, key: string, callOwner: NodeRef | undefined): string {
+    if (request.spot === undefined && request.owner && request.owner === callOwner) return String(request.expectedAuthorityGeneration);
     const membership = request.spot !== undefined;
     const to = membership ? this.ctx.keys.placement(request.object.id, request.spot ?? undefined, request.spotWide) : key;
     return JSON.stringify({
-      t: token,
       e: request.expectedAuthorityGeneration,
       ...(request.owner && { n: request.owner.nodeId, g: request.owner.lifecycleGeneration }),
       ...(membership && { m: true, ...(request.spot !== null && { sp: request.spot }), ...(request.spotWide && { sw: true }) }),
       to,
     });
-  }
-
-  private lastOwner: NodeRef | undefined;
-  private lastOwnerJson = '';
-
-  /** `"n":…,"g":…` of an owner; the requests of one commit share one owner object. */
-  private ownerJson(owner: NodeRef): string {
-    if (owner !== this.lastOwner) {
-      this.lastOwnerJson = `"n":${JSON.stringify(owner.nodeId)},"g":${owner.lifecycleGeneration}`;
-      this.lastOwner = owner;
-    }
-    return this.lastOwnerJson;
   }
 
   /** Follows forwards from the home key to the live record, rolling a lost install step forward on the way. */
@@ -237,6 +228,18 @@ function casResult(reply: OwnerReply): CasResult {
 
 function moving(object: ObjectId): StoreUnavailableError {
   return new StoreUnavailableError(`record of ${object.kind} '${object.id}' kept moving between hash tags; retry`);
+}
+
+/**
+ * The owner most entries of one call change to: that of the first owner-only change (the requests of one relocation
+ * commit share one owner object). Entries with another owner, or a membership change, carry it in their JSON.
+ */
+function callOwner(requests: readonly CasRequest[], group: readonly { index: number }[], indices: readonly number[]): NodeRef | undefined {
+  for (const n of indices) {
+    const request = requests[group[n]!.index]!;
+    if (request.spot === undefined && request.owner) return request.owner;
+  }
+  return undefined;
 }
 
 function groupBy<T>(items: readonly T[], keyOf: (item: T) => number): Map<number, T[]> {
