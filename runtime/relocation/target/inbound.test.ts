@@ -232,6 +232,31 @@ test('a unit whose own checksum fails in a parcel fails alone; a resent payload 
   await t.close();
 });
 
+test('an ended unit is kept as a small record: resent prepare and payload are answered, a late cutover delivers only what is new', async () => {
+  const t = setup({ cas: (rs) => rs.map((r): CasResult => (r.object.id === 'b' ? { status: 'conflict' } : { status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })) });
+  t.prepare('a', 'b');
+  t.parcel('a', 'b');
+  t.cutover('a', ['a-1']);
+  t.cutover('b', ['b-1']);
+  await settle();
+  expect(t.inbound.inFlight).toBe(0);
+  expect(t.objects.get('a:a')).toBeDefined();
+  expect(t.ended).toEqual(['b-1:unavailable']);
+  const replies = t.replies.length;
+  t.prepare('a'); // resent prepare: nothing created twice
+  t.parcel('a', 'b'); // resent payload: relay-ready again (opened, or discarded after relay-ready), nothing restored twice
+  expect(t.replies.slice(replies)).toEqual(['prepared u-a', 'ready u-a', 'ready u-b']);
+  // §13 retransmission of the relay batch after dispatch opened: a-1 ran already; a-2 is new and is routed.
+  const routed = t.routed.length;
+  t.cutover('a', ['a-1', 'a-2']);
+  expect(t.routed.slice(routed)).toEqual(['a-2']);
+  // The discarded unit gave its relayed request a terminal once; the same batch again gives none twice.
+  t.cutover('b', ['b-1']);
+  expect(t.ended).toEqual(['b-1:unavailable']);
+  expect(t.casCalls.flat().sort()).toEqual(['a', 'b']);
+  await t.close();
+});
+
 test('unit events: one per unit and step, relay-ready without a point, S2 with fellBack, S3 after it', async () => {
   const events: UnitEvent[] = [];
   const t = setup({ events });

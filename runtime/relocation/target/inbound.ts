@@ -23,13 +23,15 @@ import type { InboundPorts } from '../ports';
 import type { CutoverMessage, PrepareMessage, PrepareUnit, RelayPartMessage } from '../protocol';
 import { TargetParcel, type ParcelOwner } from './parcel';
 import { TargetUnit } from './unit';
+import { FinishedUnit } from './finished-unit';
 
 type PayloadResult = { ok: true; bytes: Buffer } | { ok: false; error: Error };
 
 const INCOMPATIBLE = 'types, policies, adapters or capacity do not match this target';
 
 export class Inbound implements ParcelOwner {
-  private readonly units = new Map<string, TargetUnit>();
+  /** Units in flight, and what is kept of ended ones while their finished window lasts (FinishedUnit). */
+  private readonly units = new Map<string, TargetUnit | FinishedUnit>();
   private readonly stagingByKey = new Map<ObjectKey, TargetUnit>();
   private stagedObjects = 0;
   /** Units prepared and not yet ended (opened, discarded or abandoned): §4 accepted work, §14 step 3. */
@@ -51,7 +53,7 @@ export class Inbound implements ParcelOwner {
     // Cleared by close() (§14): the transport is gone, no unit is advanced by a deadline any more.
     this.stagingExpiry = new ExpiryQueue(clock, timing.restoreValidityMs, (id) => {
       const unit = this.units.get(id);
-      if (ports.closed() || !unit?.staged) return;
+      if (ports.closed() || !(unit instanceof TargetUnit) || !unit.staged) return;
       ports.logger.warn({ unit: id, source: unit.source.nodeId }, 'inbound relocation unit expired in staging (no payload within restore validity)');
       this.abandon(unit);
     });
@@ -162,7 +164,7 @@ export class Inbound implements ParcelOwner {
       // Which units it carried is unreadable: every unit from that source still waiting for its payload gets an
       // explicit failure before relay-ready (its source restores it, §11) rather than no reply at all.
       this.ports.logger.error({ parcel: parcelId, source: nodeKey(from), err: error }, 'inbound parcel is malformed; units awaiting a payload from it fail');
-      for (const unit of [...this.units.values()]) if (sameNode(unit.source, from) && unit.staged) this.failUnit(unit, `payload rejected: ${error.message}`);
+      for (const unit of [...this.units.values()]) if (unit instanceof TargetUnit && sameNode(unit.source, from) && unit.staged) this.failUnit(unit, `payload rejected: ${error.message}`);
       return;
     }
     const restored: TargetUnit[] = [];
@@ -180,10 +182,10 @@ export class Inbound implements ParcelOwner {
       if (!unit) ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'no prepared unit on the target');
       return;
     }
-    if (unit.parcel) return void ports.replies.ready(unit.source, id); // resent: restore once
+    if (unit instanceof FinishedUnit ? unit.restored : unit.parcel) return void ports.replies.ready(unit.source, id); // resent: restore once
     // Abandoned before its payload came (expired, aborted): an explicit failure before relay-ready, so the source
     // restores its work (§11) instead of waiting for a reply that never comes.
-    if (unit.abandoned) return void ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'the target unit expired before its payload arrived');
+    if (unit instanceof FinishedUnit || unit.abandoned) return void ports.replies.fail(from, id, RelocationReason.RelocationFailed, 'the target unit expired before its payload arrived');
     if (payload instanceof Error) return this.failUnit(unit, `payload rejected: ${payload.message}`);
     try {
       unit.restore(decodePayload(payload));
@@ -233,10 +235,13 @@ export class Inbound implements ParcelOwner {
     if (output.fellBack) for (const unit of parcel.units) telemetry.cutoverTimeout({ unitKind: unit.prepare.kind });
     for (const unit of parcel.units) unit.release();
     this.unitsEnded(parcel.units);
+    // The cutover wait queue keeps the parcel until its wait would have ended: not its units.
+    parcel.units = [];
   }
 
   private unitsEnded(units: readonly TargetUnit[]): void {
     this.active -= units.length;
+    for (const unit of units) this.units.set(unit.id, unit.finished());
     this.finished.push(units.map((u) => u.id));
     this.ports.unitsEnded();
   }
@@ -244,18 +249,21 @@ export class Inbound implements ParcelOwner {
   // ── per-unit messages ─────────────────────────────────────────────────────────────────
 
   onRelayPart(message: RelayPartMessage): void {
-    this.units.get(message.u)?.onRelayPart(message);
+    const unit = this.units.get(message.u);
+    if (unit instanceof FinishedUnit) unit.onRelayPart(message.relay);
+    else unit?.onRelayPart(message);
   }
 
   onCutover(message: CutoverMessage): void {
     const unit = this.units.get(message.u);
-    if (unit && unit.onCutover(message)) unit.parcel?.onCutover();
+    if (unit instanceof FinishedUnit) unit.onCutover(message.relay);
+    else if (unit && unit.onCutover(message)) unit.parcel?.onCutover();
   }
 
   /** The source gave up before its payload restored here (deadline, shutdown, a refused payload; §11). */
   onAbort(id: string): void {
     const unit = this.units.get(id);
-    if (unit?.staged) this.abandon(unit);
+    if (unit instanceof TargetUnit && unit.staged) this.abandon(unit);
   }
 
   private abandon(unit: TargetUnit): void {
@@ -275,6 +283,6 @@ export class Inbound implements ParcelOwner {
 
   /** Units in flight here, for blockers (count-limited by the caller). */
   *inFlightUnits(): IterableIterator<TargetUnit> {
-    for (const unit of this.units.values()) if (unit.staged || unit.parcel?.actor.getSnapshot().status === 'active') yield unit;
+    for (const unit of this.units.values()) if (unit instanceof TargetUnit && (unit.staged || unit.parcel?.actor.getSnapshot().status === 'active')) yield unit;
   }
 }

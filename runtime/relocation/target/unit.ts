@@ -16,6 +16,7 @@ import type { UnitPayload } from '../payload';
 import type { InboundPorts } from '../ports';
 import type { CutoverMessage, PrepareUnit, RelayPartMessage } from '../protocol';
 import type { TargetParcel } from './parcel';
+import { FinishedUnit } from './finished-unit';
 
 const NO_TICKS: ReadonlySet<string> = new Set();
 /**
@@ -224,6 +225,12 @@ export class TargetUnit {
     this.incoming = NONE;
     this.temporary = NONE;
     this.lane = undefined;
+  }
+
+  /** What the target keeps of this unit once it ended (finished-unit.ts), in place of the unit itself. */
+  finished(): FinishedUnit {
+    const end = this.opened ? 'opened' : this.abandoned ? 'abandoned' : 'discarded';
+    return new FinishedUnit(this.prepare.u, this.source, end, this.relayIds, this.ports.routes);
   }
 
   /** One per unit and step (only built when someone listens); `fellBack` only on S2. Built as plain literals, no spreads. */
