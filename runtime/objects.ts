@@ -13,7 +13,7 @@ import type { Envelope } from './envelope';
 import { AdmissionError, ArgumentError } from './errors';
 import { actorKey, refOf, spotKey, type ObjectKey } from './keys';
 import { Lane, type WorkItem } from './lane';
-import { TimerTable } from './timers';
+import { TimerTable, type TimerOwner } from './timers';
 import type { RuntimeLog } from './logger';
 
 export type HostedMode = 'entry' | 'member' | 'SpotWide' | 'PerActor' | 'instance';
@@ -156,7 +156,7 @@ export interface SpotCloseHandler {
 }
 
 /** One Actor or Spot hosted here. */
-export class Hosted {
+export class Hosted implements TimerOwner {
   state: unknown;
   readonly timers: TimerTable;
   /** Ingress hold (§12): set from the seal until the unit ends; arriving messages wait here in order. */
@@ -185,8 +185,13 @@ export class Hosted {
     server: ObjectServer,
   ) {
     this.members = def.kind === 'user' ? new Set() : undefined;
-    this.timers = new TimerTable(server.clock, (name, seq) => this.lane.push({ k: 'tick', to: key, name, seq }));
+    this.timers = new TimerTable(server.clock, this);
     this.ctx = new HostedContext(this, server);
+  }
+
+  /** TimerOwner: a due timer's tick joins this object's lane. */
+  timerFired(name: string, seq: number): void {
+    this.lane.push({ k: 'tick', to: this.key, name, seq });
   }
 
   get kind(): 'actor' | 'spot' {

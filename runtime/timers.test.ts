@@ -5,7 +5,7 @@ import { ArgumentError } from './errors';
 /** A table on a simulated clock that records every fire as [time, name, seq]. */
 function table(clock = new SimulatedClock()) {
   const fires: [number, string, number][] = [];
-  const timers = new TimerTable(clock, (name, seq) => fires.push([clock.now(), name, seq]));
+  const timers = new TimerTable(clock, { timerFired: (name, seq) => void fires.push([clock.now(), name, seq]) });
   return { clock, timers, fires, times: () => fires.map(([t, n]) => `${n}@${t}`) };
 }
 
