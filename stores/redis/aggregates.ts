@@ -24,8 +24,8 @@ export class RedisAggregates {
     const staged = keys.staged(req.spot.id, req.relocationId);
     const opKey = keys.op(staged.header, req.opId);
     // Staged lists expire with the op results: a move abandoned by a dead process must not leak pages forever.
-    const [text] = await guarded(client, 'stageAggregate', opTtlMs, [opKey], (_, [token]) =>
-      client.script('aggregateStage', [staged.header, opKey], [opTtlMs, token!, stored, JSON.stringify(header), staged.pageBase, ...encoded.pages]),
+    const [text] = await guarded(client, 'stageAggregate', opTtlMs, [opKey], (_, token) =>
+      client.script('aggregateStage', [staged.header, opKey], [opTtlMs, token, stored, JSON.stringify(header), staged.pageBase, ...encoded.pages]),
     );
     return JSON.parse(text!) as AggregateHeader;
   }
@@ -36,13 +36,13 @@ export class RedisAggregates {
     const spotKey = keys.home(req.spot);
     const opKey = keys.op(spotKey, req.opId);
     const staged = keys.staged(req.spot.id, req.relocationId);
-    const [text] = await guarded(client, 'commitAggregate', opTtlMs, [opKey], (_, [token]) =>
+    const [text] = await guarded(client, 'commitAggregate', opTtlMs, [opKey], (_, token) =>
       client.script(
         'aggregateCommit',
         [spotKey, opKey, staged.header],
         [
           opTtlMs,
-          token!,
+          token,
           staged.pageBase,
           keys.memberBase(req.spot.id),
           req.spot.id,

@@ -39,7 +39,7 @@ export class RedisChannelStore implements ChannelStore {
     const { client, keys, opTtlMs } = this.ctx;
     const key = keys.channel(channel);
     const opKey = keys.op(key, opId);
-    const [reply] = await guarded(client, what, opTtlMs, [opKey], (_, [token]) => client.script(script, [key, opKey], [opTtlMs, token!, ...args]));
+    const [reply] = await guarded(client, what, opTtlMs, [opKey], (_, token) => client.script(script, [key, opKey], [opTtlMs, token, ...args]));
     return reply === '1';
   }
 }

@@ -33,11 +33,11 @@ export class RedisDescriptorStore implements DescriptorStore {
     const { client, keys, opTtlMs } = this.ctx;
     const lease: OwnerLease = { nodeId: value.nodeId, lifecycleGeneration: value.lifecycleGeneration, token: randomBytes(16).toString('hex') };
     const opKey = keys.op(keys.nodes, lease.token);
-    const [text] = await guarded(client, 'acquire', opTtlMs, [opKey], (_, [token]) =>
+    const [text] = await guarded(client, 'acquire', opTtlMs, [opKey], (_, token) =>
       client.script(
         'leaseAcquire',
         [keys.lease(lease.nodeId), keys.descriptor(lease.nodeId), keys.nodes, opKey],
-        [opTtlMs, token!, lease.lifecycleGeneration, lease.token, leaseMs, JSON.stringify(value), encodeURIComponent(lease.nodeId)],
+        [opTtlMs, token, lease.lifecycleGeneration, lease.token, leaseMs, JSON.stringify(value), encodeURIComponent(lease.nodeId)],
       ),
     );
     const reply = JSON.parse(text!) as { ok?: true; held?: number; pttl?: number };

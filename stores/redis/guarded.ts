@@ -14,7 +14,7 @@ import { describe, rejected, type RedisClient } from './client';
 export const FENCED = 'FENCED';
 
 /**
- * Runs the entries of one hash slot (opKeys[i] guards entry i). `send(indices, tokens)` issues ONE script call
+ * Runs the entries of one hash slot (opKeys[i] guards entry i). `send(indices, token)` issues ONE script call
  * for the listed entries and returns one reply per entry. Returns each entry's final reply (never FENCED).
  */
 export async function guarded(
@@ -22,7 +22,7 @@ export async function guarded(
   what: string,
   opTtlMs: number,
   opKeys: readonly string[],
-  send: (indices: readonly number[], tokens: readonly string[]) => Promise<unknown>,
+  send: (indices: readonly number[], token: string) => Promise<unknown>,
 ): Promise<string[]> {
   const replies: (string | undefined)[] = new Array(opKeys.length);
   let pending = opKeys.map((_, index) => index);
@@ -38,13 +38,12 @@ export async function guarded(
     // One token per attempt, shared by its entries: fences are per op key, so (op key, token) still names exactly
     // one attempt of one entry, and a call of 128 entries makes one UUID instead of 128.
     const token = randomUUID();
-    const tokens = pending.map(() => token);
     let reply: unknown;
     try {
-      reply = await send(pending, tokens);
+      reply = await send(pending, token);
     } catch (error) {
       if (error instanceof ReplyError) throw rejected(what, error as Error);
-      reply = await resolve(client, what, opTtlMs, pending.map((index) => opKeys[index]!), tokens, error);
+      reply = await resolve(client, what, opTtlMs, pending.map((index) => opKeys[index]!), token, error);
     }
     const batch = asReplies(reply, pending.length);
     pending.forEach((index, n) => {
@@ -68,7 +67,7 @@ async function resolve(
   what: string,
   opTtlMs: number,
   opKeys: readonly string[],
-  tokens: readonly string[],
+  token: string,
   lost: unknown,
 ): Promise<unknown> {
   let last: unknown = lost;
@@ -76,7 +75,7 @@ async function resolve(
     await client.backoff(attempt);
     try {
       await client.ready();
-      return await client.script('opFence', opKeys, [opTtlMs, ...tokens]);
+      return await client.script('opFence', opKeys, [opTtlMs, ...opKeys.map(() => token)]);
     } catch (error) {
       last = error;
     }

@@ -11,6 +11,8 @@ local ttl = ARGV[1]
 local token = ARGV[2]
 local call_owner = { n = ARGV[3], g = tonumber(ARGV[4]) }
 
+local function is_json(arg) return string.byte(arg, 1) == 123 end -- '{'
+
 local function cas(key, op_key, change)
   local prior = op_prior(op_key, token)
   if prior then return prior end
@@ -45,7 +47,7 @@ end
 -- A compact change needs the call's owner: checked before any entry writes (a script error does not undo writes).
 if ARGV[3] == '' then
   for i = 1, #KEYS / 2 do
-    if string.byte(ARGV[i + 4], 1) ~= 123 then return redis.error_reply('owner-cas: compact change without the call owner') end
+    if not is_json(ARGV[i + 4]) then return redis.error_reply('owner-cas: compact change without the call owner') end
   end
 end
 
@@ -53,7 +55,7 @@ local out = {}
 for i = 1, #KEYS / 2 do
   local arg = ARGV[i + 4]
   local change
-  if string.byte(arg, 1) == 123 then -- '{'
+  if is_json(arg) then
     change = cjson.decode(arg)
   else
     change = { e = tonumber(arg), n = call_owner.n, g = call_owner.g }

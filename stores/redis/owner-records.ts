@@ -56,8 +56,8 @@ export class RedisOwnerRecords {
       ...(req.spotWide && { sw: true }),
     });
     for (let hop = 0; hop < MAX_HOPS; hop++) {
-      const [text] = await guarded(client, 'claim', opTtlMs, [opKey], (_, [token]) =>
-        client.script('ownerClaim', [home, opKey], [opTtlMs, token!, value, to]),
+      const [text] = await guarded(client, 'claim', opTtlMs, [opKey], (_, token) =>
+        client.script('ownerClaim', [home, opKey], [opTtlMs, token, value, to]),
       );
       const reply = JSON.parse(text!) as OwnerReply;
       if (reply.status === 'moved') {
@@ -87,8 +87,8 @@ export class RedisOwnerRecords {
     let key = home;
     for (let hop = 0; hop < MAX_HOPS; hop++) {
       const opKey = keys.op(key, req.opId);
-      const [text] = await guarded(client, 'remove', opTtlMs, [opKey], (_, [token]) =>
-        client.script('ownerRemove', [key, opKey], [opTtlMs, token!, req.expectedAuthorityGeneration, home]),
+      const [text] = await guarded(client, 'remove', opTtlMs, [opKey], (_, token) =>
+        client.script('ownerRemove', [key, opKey], [opTtlMs, token, req.expectedAuthorityGeneration, home]),
       );
       const reply = JSON.parse(text!) as OwnerReply;
       if (reply.status === 'moved') {
@@ -119,14 +119,14 @@ export class RedisOwnerRecords {
         groups.map(async (group) => {
           const opKeys: string[] = new Array(group.length);
           for (let i = 0; i < group.length; i++) opKeys[i] = keys.op(group[i]!.key, requests[group[i]!.index]!.opId);
-          const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, tokens) => {
+          const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, token) => {
             // KEYS: record key and op key per entry; ARGV: ttl, the attempt's token, the call's owner, then one change
             // per entry (owner-cas.lua): an owner change to the call's owner is only its expected generation.
             const scriptKeys: string[] = new Array(indices.length * 2);
             const args: (string | number)[] = new Array(indices.length + 4);
             const owner = callOwner(requests, group, indices);
             args[0] = opTtlMs;
-            args[1] = tokens[0]!;
+            args[1] = token;
             args[2] = owner ? owner.nodeId : '';
             args[3] = owner ? owner.lifecycleGeneration : '';
             for (let n = 0; n < indices.length; n++) {

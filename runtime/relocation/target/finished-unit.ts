@@ -26,21 +26,12 @@ export class FinishedUnit {
     return this.end !== 'abandoned';
   }
 
-  /** A leading part of a late relay batch (§13). */
-  onRelayPart(relay: readonly Envelope[]): void {
-    this.late(relay);
-  }
-
   /**
-   * A late cutover. Opened: deliver only what was not relayed before. Discarded: the discard already gave each
-   * relayed request its terminal, and a retransmission carries the same batch. Abandoned before relay-ready: its
-   * source never got relay-ready, so it never relayed (§11).
+   * Part of a late relay batch or cutover (§13). Opened: deliver only what was not relayed before. Discarded: the
+   * discard already gave each relayed request its terminal, and a retransmission carries the same batch. Abandoned
+   * before relay-ready: its source never got relay-ready, so it never relayed (§11).
    */
-  onCutover(relay: readonly Envelope[]): void {
-    this.late(relay);
-  }
-
-  private late(relay: readonly Envelope[]): void {
+  lateRelay(relay: readonly Envelope[]): void {
     if (this.end !== 'opened') return;
     for (const env of relay) if (!this.relayIds?.has(env.id)) this.routes.dispatch(env, true);
   }

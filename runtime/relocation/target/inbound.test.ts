@@ -253,6 +253,7 @@ test('an ended unit is kept as a small record: resent prepare and payload are an
   // The discarded unit gave its relayed request a terminal once; the same batch again gives none twice.
   t.cutover('b', ['b-1']);
   expect(t.ended).toEqual(['b-1:unavailable']);
+  expect(t.routed.slice(routed)).toEqual(['a-2']);
   expect(t.casCalls.flat().sort()).toEqual(['a', 'b']);
   await t.close();
 });

@@ -250,13 +250,13 @@ export class Inbound implements ParcelOwner {
 
   onRelayPart(message: RelayPartMessage): void {
     const unit = this.units.get(message.u);
-    if (unit instanceof FinishedUnit) unit.onRelayPart(message.relay);
+    if (unit instanceof FinishedUnit) unit.lateRelay(message.relay);
     else unit?.onRelayPart(message);
   }
 
   onCutover(message: CutoverMessage): void {
     const unit = this.units.get(message.u);
-    if (unit instanceof FinishedUnit) unit.onCutover(message.relay);
+    if (unit instanceof FinishedUnit) unit.lateRelay(message.relay);
     else if (unit && unit.onCutover(message)) unit.parcel?.onCutover();
   }
 
