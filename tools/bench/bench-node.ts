@@ -8,7 +8,10 @@
  * clock, runtime/clock.ts) for per-unit events.
  */
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { constants as perfConstants, monitorEventLoopDelay, PerformanceObserver, type IntervalHistogram } from 'node:perf_hooks';
 import Redis from 'ioredis';
 import WebSocket, { WebSocketServer } from 'ws';
@@ -80,6 +83,7 @@ export class BenchNode {
   /** GC pauses of this process's main thread during the move: young generation (scavenges) and the rest. */
   private gc = { minor: { count: 0, ms: 0, maxMs: 0 }, major: { count: 0, ms: 0, maxMs: 0 } };
   private gcObserver: PerformanceObserver | undefined;
+  private heapProfiler: Session | undefined;
   private readonly s0 = new Stamps();
   private readonly s1 = new Stamps();
   private readonly s2 = new Stamps();
@@ -200,6 +204,7 @@ export class BenchNode {
       }
     });
     this.gcObserver.observe({ entryTypes: ['gc'] });
+    this.startAllocationProfile();
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
     this.cpuSamples.length = 0;
@@ -209,6 +214,30 @@ export class BenchNode {
       this.sampleCpu();
     }, 100);
     return { rssMB: this.rssBefore / 2 ** 20 };
+  }
+
+  /**
+   * `ZLINK_BENCH_HEAP_PROF=<dir>`: a sampling allocation profile of the move (source: from watch to Relocated; target:
+   * to stats), objects that died young included, written as bench-<role>.heapprofile (Chrome DevTools → Memory, or
+   * `profile-summary.js <file>`). Where the scavenges' work comes from: what each unit allocates, not only what stays.
+   */
+  private startAllocationProfile(): void {
+    if (!process.env.ZLINK_BENCH_HEAP_PROF) return;
+    const session = new Session();
+    session.connect();
+    this.heapProfiler = session;
+    session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  }
+
+  private async stopAllocationProfile(): Promise<void> {
+    const session = this.heapProfiler;
+    if (!session) return;
+    this.heapProfiler = undefined;
+    const { profile } = await new Promise<{ profile: unknown }>((resolve, reject) =>
+      session.post('HeapProfiler.stopSampling', (err, result) => (err ? reject(err) : resolve(result as { profile: unknown }))),
+    );
+    session.disconnect();
+    writeFileSync(path.join(process.env.ZLINK_BENCH_HEAP_PROF!, `bench-${this.config.role}.heapprofile`), JSON.stringify(profile));
   }
 
   private sampleCpu(): void {
@@ -223,6 +252,7 @@ export class BenchNode {
     const startedAt = Date.now(); // the same wall clock as the target's S2 stamps (the orchestrator correlates them)
     const result = await host.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 600_000 });
     const relocatedMs = performance.now() - t0;
+    await this.stopAllocationProfile(); // the move only: the owner polls below allocate as much again
     let pending = Array.from({ length: this.config.n }, (_, i) => i);
     let polls = 0;
     // Relocated: poll until every record names the target (at most 120 s more); Blocked: one pass, to count them.
@@ -245,6 +275,7 @@ export class BenchNode {
 
   private async stats(): Promise<Record<string, unknown>> {
     clearInterval(this.rssTimer);
+    await this.stopAllocationProfile();
     this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss());
     this.sampleCpu();
     const s0s1: number[] = [];

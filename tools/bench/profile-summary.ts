@@ -6,6 +6,10 @@
  *   node dist/tools/bench/profile-summary.js <file.cpuprofile> --timeline            busy % per 250 ms: find the move
  *   node dist/tools/bench/profile-summary.js <file.cpuprofile> --from 4250 --to 7000 shares in that window (ms)
  *   … --long 100                                                                     tasks longer than 100 ms
+ *   node dist/tools/bench/profile-summary.js <file.heapprofile>                      bytes allocated in the move
+ *
+ * A `.heapprofile` (`ZLINK_BENCH_HEAP_PROF=<dir> npm run bench`) is summarized the same way with bytes for samples:
+ * what the move allocated, by component, by allocating function and by the nearest frame of ours.
  *
  * Caveats measured here: a deoptimization adds samples without hits, so a function that deopts on every call looks
  * expensive (ControlBatcher `split` once did); on a loaded machine a descheduled thread's wait is counted as busy;
@@ -14,15 +18,26 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
+interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   children?: number[];
 }
 interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+}
+/** V8's sampling heap profile: a call tree whose nodes carry the bytes allocated there. */
+interface HeapProfileNode {
+  callFrame: CallFrame;
+  selfSize: number;
+  children: HeapProfileNode[];
 }
 
 const { values, positionals } = parseArgs({
@@ -36,8 +51,26 @@ const { values, positionals } = parseArgs({
   },
 });
 const file = positionals[0];
-if (!file) throw new Error('usage: profile-summary <file.cpuprofile> [--timeline | --from ms --to ms | --long ms] [--top n]');
-const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+if (!file) throw new Error('usage: profile-summary <file.cpuprofile | file.heapprofile> [--timeline | --from ms --to ms | --long ms] [--top n]');
+const raw = JSON.parse(readFileSync(file, 'utf8')) as Profile | { head: HeapProfileNode };
+const allocations = 'head' in raw;
+if (allocations && (values.timeline || values.long !== undefined)) throw new Error('profile-summary: a heap profile has no timeline; --timeline and --long need a .cpuprofile');
+/** An allocation profile as a CPU profile whose samples weigh their bytes: one sample per node that allocated. */
+function fromHeapProfile(head: HeapProfileNode): { profile: Profile; weights: number[] } {
+  const nodes: ProfileNode[] = [];
+  const samples: number[] = [];
+  const weights: number[] = [];
+  const visit = (n: HeapProfileNode): number => {
+    const node: ProfileNode = { id: nodes.length + 1, callFrame: n.callFrame, children: [] };
+    nodes.push(node);
+    if (n.selfSize > 0) samples.push(node.id), weights.push(n.selfSize);
+    for (const c of n.children) node.children!.push(visit(c));
+    return node.id;
+  };
+  visit(head);
+  return { profile: { nodes, samples, timeDeltas: samples.map(() => 0) }, weights };
+}
+const { profile, weights } = allocations ? fromHeapProfile(raw.head) : { profile: raw, weights: undefined };
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
@@ -72,7 +105,12 @@ const print = (title: string, counts: Map<string, number>, total: number, top: n
   console.log(`--- ${title}`);
   for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
 };
-const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
+/** The frame of ours nearest to a sample's leaf (runtime/, transport/, stores/, tools/): who asked for the work. */
+const nearestOurs = (id: number): string => {
+  for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) if (/\/dist\/(runtime|transport|stores|tools|machines)\//.test(frameOf(at).url)) return label(at);
+  return '(none of ours)';
+};
 
 if (values.timeline) {
   const bins = new Map<number, [number, number]>();
@@ -111,14 +149,20 @@ if (values.timeline) {
   const top = Number(values.top);
   const components = new Map<string, number>();
   const self = new Map<string, number>();
-  let busy = 0;
+  const ours = new Map<string, number>();
+  let total = 0;
   profile.samples.forEach((s, i) => {
     if (times[i]! < from || times[i]! > to || isIdle(s)) return;
-    busy++;
-    bump(components, component(s));
-    bump(self, label(s));
+    const weight = weights?.[i] ?? 1;
+    total += weight;
+    bump(components, component(s), weight);
+    bump(self, label(s), weight);
+    bump(ours, nearestOurs(s), weight);
   });
-  console.log(`busy: ${busy} samples ≈ ${(busy * intervalMs).toFixed(0)} ms of the main thread (sample interval ${intervalMs.toFixed(2)} ms)`);
-  print('share per component (self time)', components, busy, top);
-  print('top functions (self time)', self, busy, top);
+  if (allocations) console.log(`allocated: ${(total / 2 ** 20).toFixed(1)} MiB (sampled; includes what died young if the profile was taken with it, as the bench takes it)`);
+  else console.log(`busy: ${total} samples ≈ ${(total * intervalMs).toFixed(0)} ms of the main thread (sample interval ${intervalMs.toFixed(2)} ms)`);
+  const unit = allocations ? 'bytes allocated' : 'self time';
+  print(`share per component (${unit})`, components, total, top);
+  print(`top functions (${unit})`, self, total, top);
+  print(`by the nearest frame of ours (${unit})`, ours, total, top);
 }
