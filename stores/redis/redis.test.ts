@@ -1,12 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeStoreContract } from '../contract';
 import { RedisKeys } from './keys';
 import { redisStores } from './redis-stores';
 import { adminClient, deleteKeys, describeWithRedis, REDIS_URL, uniquePrefix } from './test-redis';
-import { StoreUnavailableError } from '../types';
+import { StoreUnavailableError, type NodeRef, type ObjectId } from '../types';
 
 const prefix = uniquePrefix('redis');
 const admin = adminClient();
+const nodeA: NodeRef = { nodeId: 'node-a', lifecycleGeneration: 1 };
+const nodeB: NodeRef = { nodeId: 'node-b', lifecycleGeneration: 1 };
+/** Replies of this kind the server has sent so far (INFO errorstats), to prove one really happened. */
+const errorCount = async (name: string): Promise<number> => Number(new RegExp(`^errorstat_${name}:count=(\\d+)`, 'm').exec(await admin.info('errorstats'))?.[1] ?? 0);
 afterAll(async () => {
   await deleteKeys(admin, prefix);
   admin.disconnect();
@@ -25,6 +30,25 @@ describeWithRedis('redis provider', () => {
         await admin.set(key, text.replace('\t1\n', '\t2\n'), 'KEEPTTL');
       },
     };
+  });
+
+  test('the owner CAS script is loaded again after SCRIPT FLUSH (NOSCRIPT) and every entry still applies once', async () => {
+    const stores = redisStores({ url: REDIS_URL, keyPrefix: prefix });
+    try {
+      const objects: ObjectId[] = Array.from({ length: 12 }, (_, i) => ({ kind: 'actor', id: `flush-${i}-${randomUUID()}` }));
+      await Promise.all(objects.map((object) => stores.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() })));
+      const move = (owner: NodeRef, expectedAuthorityGeneration: number) =>
+        stores.location.casMany(objects.map((object) => ({ object, opId: randomUUID(), expectedAuthorityGeneration, owner })));
+      expect((await move(nodeB, 1)).map((result) => result.status)).toEqual(objects.map(() => 'applied')); // the script is now loaded on this connection
+      await admin.script('FLUSH');
+      const noscript = await errorCount('NOSCRIPT');
+      expect((await move(nodeA, 2)).map((result) => result.status)).toEqual(objects.map(() => 'applied'));
+      expect(await errorCount('NOSCRIPT')).toBeGreaterThan(noscript);
+      const records = await stores.location.getMany(objects);
+      expect(records.map((record) => [record?.owner.nodeId, record?.authorityGeneration])).toEqual(objects.map(() => ['node-a', 3]));
+    } finally {
+      await stores.close();
+    }
   });
 
   test('keys of one aggregate share the spot hash tag', () => {
