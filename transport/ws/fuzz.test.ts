@@ -148,7 +148,9 @@ async function attack(frames: Outgoing[], afterHandshake: boolean): Promise<void
     framesSent++;
   }
   if (expectClose) {
-    const code = await Promise.race([r.closed, new Promise<number>((res) => setTimeout(() => res(-1), 2000))]);
+    let timer: NodeJS.Timeout | undefined;
+    const code = await Promise.race([r.closed, new Promise<number>((res) => (timer = setTimeout(() => res(-1), 2000)))]);
+    clearTimeout(timer); // a thousand attacks: left pending, their timers kept the jest worker from exiting
     expect(PROTOCOL_CODES).toContain(code);
   } else {
     r.ws.terminate();
