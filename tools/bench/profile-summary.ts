@@ -63,7 +63,10 @@ function fromHeapProfile(head: HeapProfileNode): { profile: Profile; weights: nu
   const visit = (n: HeapProfileNode): number => {
     const node: ProfileNode = { id: nodes.length + 1, callFrame: n.callFrame, children: [] };
     nodes.push(node);
-    if (n.selfSize > 0) samples.push(node.id), weights.push(n.selfSize);
+    if (n.selfSize > 0) {
+      samples.push(node.id);
+      weights.push(n.selfSize);
+    }
     for (const c of n.children) node.children!.push(visit(c));
     return node.id;
   };
@@ -106,7 +109,7 @@ const print = (title: string, counts: Map<string, number>, total: number, top: n
   for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
 };
 const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
-/** The frame of ours nearest to a sample's leaf (runtime/, transport/, stores/, tools/): who asked for the work. */
+/** The frame of ours nearest to a sample's leaf (runtime/, transport/, stores/, tools/, machines/): who asked for the work. */
 const nearestOurs = (id: number): string => {
   for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) if (/\/dist\/(runtime|transport|stores|tools|machines)\//.test(frameOf(at).url)) return label(at);
   return '(none of ours)';
