@@ -1,4 +1,4 @@
-import { cpuAt, s0s1Deciles } from './bench-common';
+import { cpuAt, peakUntil, s0s1Deciles } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -44,5 +44,19 @@ describe('s0s1Deciles (S0→S1 by tenth of the move, split at relay-ready)', () 
 
   test('units that never reached S1 are left out', () => {
     expect(s0s1Deciles(s0, ready, new Map())).toBe('deciles: no unit reached S1');
+  });
+});
+
+describe('peakUntil (peak RSS of the move from 100 ms samples)', () => {
+  // (wall ms, MiB): the move ends at 1250; the reads after it allocate more (the 900 at 1400 is not the move's).
+  const samples = [1000, 300, 1100, 500, 1200, 450, 1300, 480, 1400, 900];
+  test('the largest sample up to the end, and the first one at or after it', () => {
+    expect(peakUntil(samples, 1250)).toBe(500);
+    expect(peakUntil([1000, 300, 1100, 350, 1200, 320, 1300, 480, 1400, 900], 1250)).toBe(480);
+  });
+  test('an end before the first sample reads the first; after the last, the whole series', () => {
+    expect(peakUntil(samples, 500)).toBe(300);
+    expect(peakUntil(samples, 5000)).toBe(900);
+    expect(peakUntil([], 1000)).toBeNaN();
   });
 });

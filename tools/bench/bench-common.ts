@@ -85,6 +85,20 @@ export function cpuAt(samples: readonly number[], at: number): number {
 }
 
 /**
+ * The largest value of a process's (time, value) pairs (flat, in time order) up to wall-clock time `end`, counting
+ * the first sample at or after `end` too: the peak of the move is never under-reported by the 100 ms sampling, and a
+ * source samples once more exactly at Relocated, before the bench's owner-record reads begin.
+ */
+export function peakUntil(samples: readonly number[], end: number): number {
+  let peak = Number.NaN;
+  for (let i = 0; i < samples.length; i += 2) {
+    peak = Number.isNaN(peak) ? samples[i + 1]! : Math.max(peak, samples[i + 1]!);
+    if (samples[i]! >= end) break;
+  }
+  return peak;
+}
+
+/**
  * ZLINK_BENCH_S0S1_DECILES=1: S0→S1 by decile of the move (units in seal order), split at the target's relay-ready
  * (S0 → relay-ready: payload out and restored; relay-ready → S1: the reply back and the cutover submit), to see
  * where and in which part of the move a tail comes from. Stamps of two processes on one machine's wall clock.

@@ -78,6 +78,8 @@ export class BenchNode {
    * the owner-record reads and traffic reports that follow.
    */
   private readonly cpuSamples: number[] = [];
+  /** (wall clock ms, RSS MiB) pairs, flat: every 100 ms from `watch` to `stats`, and on the source at Relocated. */
+  private readonly rssSamples: number[] = [];
   /** How long this process's event loop was blocked during the move (a stall here delays every unit's reply). */
   private loopDelay: IntervalHistogram | undefined;
   /** GC pauses of this process's main thread during the move: young generation (scavenges) and the rest. */
@@ -208,9 +210,11 @@ export class BenchNode {
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
     this.cpuSamples.length = 0;
+    this.rssSamples.length = 0;
     this.sampleCpu();
+    this.sampleRss();
     this.rssTimer = setInterval(() => {
-      this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss());
+      this.sampleRss();
       this.sampleCpu();
     }, 100);
     return { rssMB: this.rssBefore / 2 ** 20 };
@@ -240,6 +244,12 @@ export class BenchNode {
     writeFileSync(path.join(process.env.ZLINK_BENCH_HEAP_PROF!, `bench-${this.config.role}.heapprofile`), JSON.stringify(profile));
   }
 
+  private sampleRss(): void {
+    const rss = process.memoryUsage.rss();
+    this.rssPeak = Math.max(this.rssPeak, rss);
+    this.rssSamples.push(Date.now(), rss / 2 ** 20);
+  }
+
   private sampleCpu(): void {
     const cpu = process.cpuUsage(this.cpuBefore);
     this.cpuSamples.push(Date.now(), (cpu.user + cpu.system) / 1000);
@@ -252,6 +262,7 @@ export class BenchNode {
     const startedAt = Date.now(); // the same wall clock as the target's S2 stamps (the orchestrator correlates them)
     const result = await host.relocate({ mode: RelocationMode.PlannedMaintenance, deadlineMs: 600_000 });
     const relocatedMs = performance.now() - t0;
+    this.sampleRss(); // the move's end: the owner-record reads below are the bench's, not the move's (peakUntil)
     await this.stopAllocationProfile(); // the move only: the owner polls below allocate as much again
     let pending = Array.from({ length: this.config.n }, (_, i) => i);
     let polls = 0;
@@ -276,7 +287,7 @@ export class BenchNode {
   private async stats(): Promise<Record<string, unknown>> {
     clearInterval(this.rssTimer);
     await this.stopAllocationProfile();
-    this.rssPeak = Math.max(this.rssPeak, process.memoryUsage.rss());
+    this.sampleRss();
     this.sampleCpu();
     const s0s1: number[] = [];
     const [s0s, s1s, s2s, s3s] = [this.s0.map(), this.s1.map(), this.s2.map(), this.s3.map()];
@@ -303,6 +314,7 @@ export class BenchNode {
       gcPauses: this.gc,
       rssBeforeMB: this.rssBefore / 2 ** 20,
       rssPeakMB: this.rssPeak / 2 ** 20,
+      rssSamples: this.rssSamples,
       s0s1: summary(s0s1),
       s2s3: summary(s2s3),
       // per-unit wall-clock stamps for same-machine correlation by the orchestrator

@@ -14,7 +14,9 @@
  *      the target's last owner CAS applied (its S2, same machine wall clock), counted only when reading every record
  *      afterwards finds it on the target — the read itself (~13 µs per record, ~1.3 s at 100k) is printed apart, it
  *      is the measurement's cost, not the move's (source clock for both); S0→S1 per
- *      unit (source clock), S2→S3 per unit (target clock), peak RSS of source and target, messages lost /
+ *      unit (source clock), S2→S3 per unit (target clock), peak RSS of source and target in the move (to Relocated
+ *      on the source, to its last owner CAS on the target, like the CPU of the move; the peak with the record reads
+ *      after it is printed apart), messages lost /
  *      duplicated / reordered (each Actor reports the sequence numbers it saw), cutover-wait fallbacks, and the
  *      target's CAS (S2) relative to the source's S1 per unit — a cross-process difference the spec forbids for
  *      metrics (§8); here both processes read the same machine's wall clock (Date.now()), so a benchmark may
@@ -34,7 +36,7 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
-import { actorId, compareSeen, cpuAt, installMetrics, pct, pool, s0s1Deciles, sleep, sortNum, STATE_BYTES } from './bench-common';
+import { actorId, compareSeen, cpuAt, installMetrics, pct, peakUntil, pool, s0s1Deciles, sleep, sortNum, STATE_BYTES } from './bench-common';
 import { forkHost, type ChildPeer } from '../child-host';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
@@ -145,7 +147,10 @@ interface UnitStats {
   loopDelayMs?: { p99: number; max: number };
   gcPauses?: GcPauses;
   rssBeforeMB: number;
+  /** From `watch` to `stats`: the move, then the owner-record reads and the traffic reports. */
   rssPeakMB: number;
+  /** (wall clock ms, RSS MiB) pairs, flat (bench-node.ts). */
+  rssSamples: number[];
   s0s1: { count: number; p50: number; p99: number; max: number };
   s2s3: { count: number; p50: number; p99: number; max: number };
   s1: [string, number][];
@@ -321,8 +326,12 @@ async function main(): Promise<void> {
     const moveCpu = (s: UnitStats, end: number) => (Number.isFinite(end) ? cpuAt(s.cpuSamples, end) - cpuAt(s.cpuSamples, reloc.startedAt) : NaN);
     const sourceMoveCpuMs = moveCpu(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
     const targetMoveCpuMs = shared ? sourceMoveCpuMs : moveCpu(ts, lastCas);
-    const growth = (s: UnitStats, before: number) => s.rssPeakMB - before;
-    const peakRssGrowthMB = Math.max(growth(ss, rss[0]!.rssMB), growth(ts, rss[1]!.rssMB));
+    // Peak RSS of the move, over the same spans as its CPU: the owner-record reads after Relocated are the bench's
+    // own check and allocate as much again (a 100k move's source heap went ~330 → ~400 MB during them, --trace-gc-nvp).
+    const movePeak = (s: UnitStats, end: number) => (Number.isFinite(end) ? peakUntil(s.rssSamples, end) : s.rssPeakMB);
+    const sourceMovePeakMB = movePeak(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
+    const targetMovePeakMB = shared ? sourceMovePeakMB : movePeak(ts, lastCas);
+    const peakRssGrowthMB = Math.max(sourceMovePeakMB - rss[0]!.rssMB, targetMovePeakMB - rss[1]!.rssMB);
     const cutoverTimeouts = shared ? ts.cutoverTimeoutCounter : ss.cutoverTimeoutCounter + ts.cutoverTimeoutCounter;
     const results = {
       n,
@@ -377,9 +386,12 @@ async function main(): Promise<void> {
           gcPausesMs: { source: ss.gcPauses, target: ts.gcPauses },
           rss: {
             sourceBeforeMB: round(rss[0]!.rssMB),
-            sourcePeakMB: round(ss.rssPeakMB),
+            sourcePeakMB: round(sourceMovePeakMB),
             targetBeforeMB: round(rss[1]!.rssMB),
-            targetPeakMB: round(ts.rssPeakMB),
+            targetPeakMB: round(targetMovePeakMB),
+            // with the owner-record reads and traffic reports after the move (the figure before this split)
+            sourcePeakWithReadsMB: round(ss.rssPeakMB),
+            targetPeakWithReadsMB: round(ts.rssPeakMB),
             oneProcess: stack === 'memory',
           },
           anomalies: zlinkDelivery.samples,
@@ -454,7 +466,7 @@ type Results = {
       cpuMs: { source: number; target: number; sourceMove: number; targetMove: number; oneProcess: boolean };
       eventLoopDelayMs: { source?: { p99: number; max: number }; target?: { p99: number; max: number } };
       gcPausesMs: { source?: GcPauses; target?: GcPauses };
-      rss: { sourceBeforeMB: number; sourcePeakMB: number; targetBeforeMB: number; targetPeakMB: number; oneProcess: boolean };
+      rss: { sourceBeforeMB: number; sourcePeakMB: number; targetBeforeMB: number; targetPeakMB: number; sourcePeakWithReadsMB: number; targetPeakWithReadsMB: number; oneProcess: boolean };
       traffic: { sent: number; sendErrors: number; reportErrors: number };
     };
     naive: { unavailableP50Ms: number; unavailableP99Ms: number; sent: number; retries: number; lost: number; duplicated: number; reordered: number };
@@ -515,10 +527,15 @@ function printTable(r: Results): void {
     ],
     [
       'zlink',
-      z.rss.oneProcess ? 'peak RSS (one process)' : 'peak RSS source / target',
+      z.rss.oneProcess ? 'peak RSS in the move (one process)' : 'peak RSS in the move, source / target',
       z.rss.oneProcess
         ? `${z.rss.sourceBeforeMB} → ${z.rss.sourcePeakMB} MB (+${r.peakRssGrowthMB})`
         : `${z.rss.sourceBeforeMB} → ${z.rss.sourcePeakMB} MB / ${z.rss.targetBeforeMB} → ${z.rss.targetPeakMB} MB (max growth +${r.peakRssGrowthMB} MB)`,
+    ],
+    [
+      'zlink',
+      'peak RSS with the owner reads after it',
+      z.rss.oneProcess ? `${z.rss.sourcePeakWithReadsMB} MB` : `${z.rss.sourcePeakWithReadsMB} / ${z.rss.targetPeakWithReadsMB} MB  (the bench's own check; not the move's)`,
     ],
     ['zlink', 'messages sent / lost / duplicated / reordered', `${z.traffic.sent} / ${r.lost} / ${r.duplicated} / ${r.reordered}  (send errors ${z.traffic.sendErrors}, report errors ${z.traffic.reportErrors})`],
     ['naive', 'total (persist, deactivate, flip, reactivate)', `${r.naiveMs} ms  [orchestrator clock]`],
