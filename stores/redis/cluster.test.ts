@@ -14,18 +14,13 @@ import type { RedisClusterNode } from './options';
 import { redisStores } from './redis-stores';
 import { hashSlot } from './slot';
 import { clusterAdmin, describeWithCluster } from './test-cluster';
-import { uniquePrefix } from './test-redis';
+import { stat, uniquePrefix } from './test-redis';
 
 const prefix = uniquePrefix('cluster');
 const nodeA: NodeRef = { nodeId: 'node-a', lifecycleGeneration: 1 };
 const nodeB: NodeRef = { nodeId: 'node-b', lifecycleGeneration: 1 };
 const actor = (): ObjectId => ({ kind: 'actor', id: `a-${randomBytes(4).toString('hex')}` });
 
-/** A counter from INFO (`errorstat_MOVED` → count, `cmdstat_asking` → calls), to prove a redirect really happened. */
-async function stat(node: Redis, section: 'errorstats' | 'commandstats', name: string): Promise<number> {
-  const match = new RegExp(`^${name}:(?:count|calls)=(\\d+)`, 'm').exec(await node.info(section));
-  return match ? Number(match[1]) : 0;
-}
 const totalStat = (nodes: Redis[], section: 'errorstats' | 'commandstats', name: string) =>
   Promise.all(nodes.map((node) => stat(node, section, name))).then((counts) => counts.reduce((a, b) => a + b, 0));
 

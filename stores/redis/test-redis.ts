@@ -44,3 +44,9 @@ export function adminClient(): Redis {
 }
 
 export { deleteKeys } from './delete-keys';
+
+/** A counter from INFO (`errorstat_MOVED` → count, `cmdstat_asking` → calls), to prove a redirect or retry really happened. */
+export async function stat(node: Redis, section: 'errorstats' | 'commandstats', name: string): Promise<number> {
+  const match = new RegExp(`^${name}:(?:count|calls)=(\\d+)`, 'm').exec(await node.info(section));
+  return match ? Number(match[1]) : 0;
+}
