@@ -170,6 +170,8 @@ interface UnitStats {
 const round = (x: number, d = 1): number => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
 
 async function main(): Promise<void> {
+  // The hosts write their profiles at the end of the move: a missing folder must not fail the run there.
+  for (const dir of [process.env.ZLINK_BENCH_CPU_PROF, process.env.ZLINK_BENCH_HEAP_PROF]) if (dir) mkdirSync(dir, { recursive: true });
   const reader = installMetrics(); // this process: the traffic host (and, in the memory stack, every host)
   const shared = stack === 'memory' ? memoryStores() : undefined;
   const base = { stack, url, prefix, n };
