@@ -88,13 +88,16 @@ const label = (id: number) => {
   const f = frameOf(id);
   return `${f.functionName || '(anonymous)'} ${f.url.replace(/.*\/dist\//, '').replace(/.*node_modules\//, '')}:${f.lineNumber}`;
 };
+/** zlink's compiled code: a folder under dist/ (a dependency's url has node_modules/ first, matched before this). */
+const OURS = /\/dist\/(.+)\/[^/]+$/;
+const isOurs = (url: string) => !url.includes('node_modules/') && OURS.test(url);
 /** The component a frame belongs to: a dependency by package, our code by folder, V8 and node by kind. */
 function component(id: number): string {
   const { functionName, url } = frameOf(id);
   if (functionName.startsWith('(')) return functionName === '(garbage collector)' ? 'GC' : functionName;
   const dep = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (dep) return dep[1]!;
-  const ours = /\/dist\/(.+)\/[^/]+$/.exec(url);
+  const ours = OURS.exec(url);
   if (ours) return ours[1]!.split('/').slice(0, 3).join('/');
   if (url.startsWith('node:')) return `node:${url.slice(5).split('/')[0]}`;
   return url ? 'other' : '(native)';
@@ -109,9 +112,9 @@ const print = (title: string, counts: Map<string, number>, total: number, top: n
   for (const [k, v] of [...counts].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((v / total) * 100).toFixed(1).padStart(5)}%  ${k}`);
 };
 const bump = (m: Map<string, number>, k: string, by = 1) => m.set(k, (m.get(k) ?? 0) + by);
-/** The frame of ours nearest to a sample's leaf (runtime/, transport/, stores/, tools/, machines/): who asked for the work. */
+/** The frame of ours (a component() by folder, not a dependency) nearest to a sample's leaf: who asked for the work. */
 const nearestOurs = (id: number): string => {
-  for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) if (/\/dist\/(runtime|transport|stores|tools|machines)\//.test(frameOf(at).url)) return label(at);
+  for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) if (isOurs(frameOf(at).url)) return label(at);
   return '(none of ours)';
 };
 
