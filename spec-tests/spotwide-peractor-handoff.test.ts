@@ -580,6 +580,8 @@ describe.each(stacksWithCluster())('§17 SpotWide/PerActor handoff on %s', (stac
     resetCalls();
     host.relocation.onPayload(from, u, { ok: true, bytes });
     host.relocation.onPayload(from, u, { ok: true, bytes });
+    // Each payload is taken in a turn of its own (relocation/target/inbound.ts): both are in after two turns.
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(calls['Player.restore']).toBe(1);
     const cutover = { t: RELOCATION_MESSAGE.cutover, u, relay: [env(0, 'relay')] };
     host.relocation.onControl(from, cutover);

@@ -145,6 +145,7 @@ export class RelocationCoordinator {
         prepared: (source, u) => this.control.prepared(source, u),
         ready: (source, u) => this.control.ready(source, u),
         fail: (source, u, reason, error) => this.sendFail(source, u, reason, error),
+        flush: (source) => this.control.flush(source),
       },
       logger: host.logger,
       unitEvents: this.unitEvents,

@@ -1,8 +1,9 @@
 /**
- * Parcels (issue [6/10], DESIGN "Relocation at scale"): the payloads of the units that seal in the same tick for
- * the same target travel as one transport payload instead of one each. Per-unit semantics do not change: every
- * unit keeps its own bytes and its own checksum, so a corrupt unit fails alone (§13: the target answers that unit
- * with an explicit failure before relay-ready and the source restores it), while the others restore.
+ * Parcels (issue [6/10], DESIGN "Relocation at scale"): the payloads of units that seal together for the same
+ * target travel as one transport payload (up to 32 units, source/parcel-sender.ts) instead of one each. Per-unit
+ * semantics do not change: every unit keeps its own bytes and its own checksum, so a corrupt unit fails alone (§13:
+ * the target answers that unit with an explicit failure before relay-ready and the source restores it), while the
+ * others restore.
  *
  * Binary layout (big-endian), never JSON or base64 — state bytes stay bytes:
  *

@@ -40,6 +40,8 @@ export interface InboundPorts {
     prepared(source: NodeRef, unit: string): void;
     ready(source: NodeRef, unit: string): void;
     fail(source: NodeRef, unit: string, reason: RelocationReason, error: string): void;
+    /** Sends what is batched for that source now (a payload's relay-ready goes at the end of its intake). */
+    flush(source: NodeRef): void;
   };
   readonly logger: RuntimeLog;
   /** Per-unit events (only built when someone listens). */

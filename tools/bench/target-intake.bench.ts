@@ -94,6 +94,7 @@ async function once(run: number): Promise<number> {
       fail: (_s, u, _r, error) => {
         throw new Error(`unit ${u} failed: ${error}`);
       },
+      flush: (source) => control.flush(source),
     },
     logger: silentLog,
     unitEvents,

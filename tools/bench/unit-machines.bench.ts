@@ -20,6 +20,8 @@
  * table; in `npm run bench -- --n 100000` the source's CPU went from ~142–167 to ~100–116 µs/unit.
  * Issue [6/10], after the target moved to one machine per inbound parcel (same box, 20k units, median of 5, quiet):
  * source 52 µs/unit to S4; target per unit 51 µs/unit; per parcel of 64 1.9 µs/unit; per parcel of 256 0.6 µs/unit.
+ * Parcels of at most 32 units (2026-12-04, another 2-core machine, 20k units, median of 5): per parcel of 32 1.8 µs/unit
+ * (~58 µs per parcel machine: ~0.2 s of the target's CPU in a 100k move), of 64 1.0, of 256 0.2; source 13.9 µs/unit.
  */
 import { parseArgs } from 'node:util';
 import { createActor, fromCallback, type AnyActorLogic, type AnyActorRef } from 'xstate';
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
     ['source, machine per unit (child of pool), to S4, xstate interpreter', () => sourcePerUnit(source)],
     ['source, machine per unit (child of pool), to S4, flatMachineLogic (the runtime)', () => sourcePerUnit(sourceFlat)],
     ['target, machine per unit', () => targetPerParcel(1)],
+    ['target, machine per parcel of 32 (PARCEL_MAX_UNITS)', () => targetPerParcel(32)],
     ['target, machine per parcel of 64', () => targetPerParcel(64)],
     ['target, machine per parcel of 256', () => targetPerParcel(256)],
   ];

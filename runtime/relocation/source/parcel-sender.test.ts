@@ -47,6 +47,22 @@ describe('ParcelSender', () => {
     expect(sent.flatMap((bytes) => decodeParcel(bytes).map((u) => u.unit))).toEqual(units);
   });
 
+  test(`a parcel goes as soon as it holds ${PARCEL_MAX_UNITS} units, in the step that sealed them; the rest at the end of the turn`, async () => {
+    const sent: string[][] = [];
+    const transport = {
+      sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
+        sent.push(decodeParcel(bytes).map((u) => u.unit));
+        l.release();
+      },
+    } as unknown as Transport;
+    const sender = new ParcelSender(() => transport);
+    const units = Array.from({ length: PARCEL_MAX_UNITS + 2 }, (_, i) => `u${i}`);
+    const done = units.map((u) => sendUnit(sender, u, Buffer.from(u), lease([], u)));
+    expect(sent).toEqual([units.slice(0, PARCEL_MAX_UNITS)]); // synchronously: the target can start on it now
+    await Promise.all(done);
+    expect(sent).toEqual([units.slice(0, PARCEL_MAX_UNITS), units.slice(PARCEL_MAX_UNITS)]);
+  });
+
   test('a refused parcel fails every unit it carried', async () => {
     const transport = {
       sendPayload: async () => {

@@ -324,7 +324,7 @@ export class SourceUnit {
     // §7: a sealed unit never waits for a limit. When the estimate taken before the seal was low, the payload
     // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
     // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
-    // Units sealed in the same tick travel as one parcel; each still has its own bytes and checksum.
+    // Units sealed together travel in parcels (source/parcel-sender.ts); each still has its own bytes and checksum.
     this.ports.parcels.send(this.target, this.plan.id, bytes, this.lease!, (error) => (error ? this.transferFailed(error) : this.transferred()));
   }
 

@@ -56,6 +56,8 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
     logger: silentLog,
   });
   const replies: string[] = [];
+  /** How many replies there were at each flush (a payload's replies go at the end of its intake). */
+  const flushes: number[] = [];
   const routed: string[] = [];
   const ended: string[] = [];
   const casCalls: string[][] = [];
@@ -84,6 +86,7 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
       prepared: (_s, u) => void replies.push(`prepared ${u}`),
       ready: (_s, u) => void replies.push(`ready ${u}`),
       fail: (_s, u, _r, error) => void replies.push(`fail ${u}: ${error}`),
+      flush: () => void (flushes.push(replies.length)),
     },
     logger: silentLog,
     unitEvents: { active: !!options.events, emit: (e) => void options.events?.push(e) },
@@ -108,14 +111,17 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
       objects: [{ key: `a:${id}`, type: 'Counter', gen: 1, auth: 4, mode: 'entry', state: encodeValue({ n: 7 }, 'state'), timers: [] }],
       queue: queued.map((q) => ({ k: 'msg', to: `a:${id}`, env: env(q, `a:${id}`) })),
     });
-  const parcel = (...ids: string[]) =>
+  /** A parcel arrives; its intake runs in the next turn (onPayload), awaited here. */
+  const parcel = async (...ids: string[]) => {
     inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}p-${ids.join('')}`, { ok: true, bytes: encodeParcel(ids.map((id) => ({ unit: `u-${id}`, payload: payload(id, [`${id}-saved`]) }))) });
+    await turn();
+  };
   const cutover = (id: string, relay: string[] = []) => {
     const message: CutoverMessage = { t: RELOCATION_MESSAGE.cutover, u: `u-${id}`, relay: relay.map((r) => env(r, `a:${id}`)), first: true };
     inbound.onCutover(message);
   };
   return {
-    clock, inbound, objects, replies, routed, ended, casCalls, seen, prepare, parcel, cutover, env, payload,
+    clock, inbound, objects, replies, flushes, routed, ended, casCalls, seen, prepare, parcel, cutover, env, payload,
     close: () => {
       closed = true;
       inbound.close();
@@ -129,8 +135,9 @@ test('a parcel of three units: one reply each, one CAS call for all, then each o
   t.prepare('a', 'b', 'c');
   expect(t.replies).toEqual(['prepared u-a', 'prepared u-b', 'prepared u-c']);
   t.inbound.staging('a:b')!(t.env('b-temp', 'a:b')); // direct work while staged
-  t.parcel('a', 'b', 'c');
+  await t.parcel('a', 'b', 'c');
   expect(t.replies.slice(3)).toEqual(['ready u-a', 'ready u-b', 'ready u-c']);
+  expect(t.flushes).toEqual([6]); // the parcel's replies went at the end of its intake, not at the end of the turn
   expect(t.objects.get('a:a')).toBeUndefined(); // nothing runs before the owner CAS
   for (const id of ['a', 'b', 'c']) t.cutover(id, [`${id}-relay`]);
   await settle();
@@ -143,10 +150,52 @@ test('a parcel of three units: one reply each, one CAS call for all, then each o
   await t.close();
 });
 
+test('payloads are taken in one per turn, oldest first, each with its own relay-ready; a cutover that came with them goes first', async () => {
+  const t = setup();
+  t.prepare('a', 'b', 'c');
+  await t.parcel('a');
+  const arrive = (id: string) => t.inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}p-${id}`, { ok: true, bytes: encodeParcel([{ unit: `u-${id}`, payload: t.payload(id) }]) });
+  const before = t.replies.length;
+  arrive('b');
+  arrive('c');
+  t.cutover('a'); // read with them: its owner CAS does not wait for their restore
+  expect(t.casCalls).toEqual([['a']]);
+  expect(t.replies.length).toBe(before);
+  await turn();
+  expect(t.replies.slice(before)).toEqual(['ready u-b']);
+  await turn();
+  expect(t.replies.slice(before)).toEqual(['ready u-b', 'ready u-c']);
+  expect(t.flushes.slice(-2)).toEqual([before + 1, before + 2]);
+  await t.close();
+});
+
+test('a payload received before the close (§14) is taken in at the close, as it would have been at once', async () => {
+  const t = setup();
+  t.prepare('a');
+  t.inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}p-a`, { ok: true, bytes: encodeParcel([{ unit: 'u-a', payload: t.payload('a') }]) });
+  expect(t.replies).toEqual(['prepared u-a']);
+  await t.close();
+  expect(t.replies).toEqual(['prepared u-a', 'ready u-a']);
+});
+
+test('a cutover read before its payload was taken in (the source cut over at the end of its reply wait, §8): the unit commits once restored, not at the fallback', async () => {
+  const events: UnitEvent[] = [];
+  const t = setup({ events });
+  t.prepare('a');
+  t.inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}p-a`, { ok: true, bytes: encodeParcel([{ unit: 'u-a', payload: t.payload('a', ['a-saved']) }]) });
+  t.cutover('a', ['a-relay']);
+  await settle();
+  expect(t.casCalls).toEqual([['a']]);
+  expect(events.filter((e) => e.state === 'committed').map((e) => e.fellBack)).toEqual([false]);
+  await settle();
+  expect(t.seen.filter((s) => s.startsWith('a-'))).toEqual(['a-saved', 'a-relay']);
+  await t.close();
+});
+
 test('cutovers in two turns: the units that have theirs commit at once, the others keep waiting (split parcel)', async () => {
   const t = setup();
   t.prepare('a', 'b');
-  t.parcel('a', 'b');
+  await t.parcel('a', 'b');
   t.cutover('a');
   await settle();
   expect(t.casCalls).toEqual([['a']]);
@@ -163,7 +212,7 @@ test('cutovers in two turns: the units that have theirs commit at once, the othe
 test('one CAS conflict in a parcel: that unit alone is discarded (its requests end unavailable), the others open', async () => {
   const t = setup({ cas: (rs) => rs.map((r): CasResult => (r.object.id === 'b' ? { status: 'conflict' } : { status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })) });
   t.prepare('a', 'b', 'c');
-  t.parcel('a', 'b', 'c');
+  await t.parcel('a', 'b', 'c');
   for (const id of ['a', 'b', 'c']) t.cutover(id, [`${id}-relay`]);
   t.inbound.staging('a:b')!({ ...t.env('b-req', 'a:b'), req: 1 });
   await settle();
@@ -178,7 +227,7 @@ test('one CAS conflict in a parcel: that unit alone is discarded (its requests e
 test('no cutover within the wait: the parcel falls back to the CAS (§13)', async () => {
   const t = setup();
   t.prepare('a');
-  t.parcel('a');
+  await t.parcel('a');
   t.clock.increment(CUTOVER_WAIT_MS + 1);
   await settle();
   expect(t.casCalls).toEqual([['a']]);
@@ -189,7 +238,7 @@ test('no cutover within the wait: the parcel falls back to the CAS (§13)', asyn
 test('store unavailable: the CAS is retried until restore validity ends, then the units are discarded (§11)', async () => {
   const t = setup({ cas: (rs) => rs.map(() => ({ error: new StoreUnavailableError('down') })) });
   t.prepare('a');
-  t.parcel('a');
+  await t.parcel('a');
   t.cutover('a');
   for (let i = 0; i < 12 && t.inbound.inFlight > 0; i++) {
     await settle();
@@ -208,7 +257,7 @@ test('staging expiry: a unit whose payload never came is abandoned, its temporar
   t.clock.increment(VALIDITY_MS + 1);
   expect(t.routed).toEqual(['temp']);
   expect(t.inbound.inFlight).toBe(0);
-  t.parcel('a');
+  await t.parcel('a');
   expect(t.replies.at(-1)).toMatch(/^fail u-a: the target unit expired/);
   await t.close();
 });
@@ -222,9 +271,10 @@ test('a unit whose own checksum fails in a parcel fails alone; a resent payload 
   ]);
   bytes[bytes.length - 1]! ^= 0xff; // corrupt u-b's last payload byte
   t.inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}x`, { ok: true, bytes });
+  await turn();
   expect(t.replies.slice(2, 3)).toEqual(['ready u-a']);
   expect(t.replies[3]).toMatch(/^fail u-b: payload rejected/);
-  t.parcel('a'); // resent
+  await t.parcel('a'); // resent
   expect(t.replies.at(-1)).toBe('ready u-a');
   t.cutover('a');
   await settle();
@@ -235,7 +285,7 @@ test('a unit whose own checksum fails in a parcel fails alone; a resent payload 
 test('an ended unit is kept as a small record: resent prepare and payload are answered, a late cutover delivers only what is new', async () => {
   const t = setup({ cas: (rs) => rs.map((r): CasResult => (r.object.id === 'b' ? { status: 'conflict' } : { status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })) });
   t.prepare('a', 'b');
-  t.parcel('a', 'b');
+  await t.parcel('a', 'b');
   t.cutover('a', ['a-1']);
   t.cutover('b', ['b-1']);
   await settle();
@@ -244,7 +294,7 @@ test('an ended unit is kept as a small record: resent prepare and payload are an
   expect(t.ended).toEqual(['b-1:unavailable']);
   const replies = t.replies.length;
   t.prepare('a'); // resent prepare: nothing created twice
-  t.parcel('a', 'b'); // resent payload: relay-ready again (opened, or discarded after relay-ready), nothing restored twice
+  await t.parcel('a', 'b'); // resent payload: relay-ready again (opened, or discarded after relay-ready), nothing restored twice
   expect(t.replies.slice(replies)).toEqual(['prepared u-a', 'ready u-a', 'ready u-b']);
   // §13 retransmission of the relay batch after dispatch opened: a-1 ran already; a-2 is new and is routed.
   const routed = t.routed.length;
@@ -262,7 +312,7 @@ test('unit events: one per unit and step, relay-ready without a point, S2 with f
   const events: UnitEvent[] = [];
   const t = setup({ events });
   t.prepare('a', 'b');
-  t.parcel('a', 'b');
+  await t.parcel('a', 'b');
   for (const id of ['a', 'b']) t.cutover(id);
   await settle();
   expect(events.map((e) => [e.unit, e.state, e.point, e.fellBack])).toEqual([
@@ -285,7 +335,7 @@ test('unit events: a CAS that came from the cutover-wait fallback says so on its
   const events: UnitEvent[] = [];
   const t = setup({ events });
   t.prepare('a');
-  t.parcel('a');
+  await t.parcel('a');
   t.clock.increment(CUTOVER_WAIT_MS + 1); // no cutover within the wait (§13)
   await settle();
   expect(events.filter((e) => e.state === 'committed').map((e) => [e.unit, e.point, e.fellBack])).toEqual([['u-a', 'S2', true]]);

@@ -51,6 +51,19 @@ export class TargetParcel {
   /** A unit of this parcel got its first cutover. */
   onCutover(): void {
     this.cutovers++;
+    this.goOnIfCutOver();
+  }
+
+  /**
+   * Units whose cutover came before their payload was restored (a source whose reply wait ended cuts over without
+   * relay-ready, §8; the payload read before it is taken in a turn later) go on as if it came now, not at the
+   * cutover-wait fallback.
+   */
+  cutoversBeforeStart(): void {
+    if (this.cutovers > 0) this.goOnIfCutOver();
+  }
+
+  private goOnIfCutOver(): void {
     if (this.state !== 'relayReady') return;
     if (this.cutovers === this.units.length) return void this.actor.send({ type: 'CUTOVER' });
     // Cutovers of one parcel normally come in one turn; the ones that did go on at the end of it.
