@@ -34,16 +34,18 @@ describe('s0s1Deciles (S0→S1 by tenth of the move, split at relay-ready)', () 
   const s0: [string, number][] = Array.from({ length: 20 }, (_, i) => [`u${i}`, 1000 + 10 * i]);
   const ready = new Map(s0.map(([u, at]) => [u, at + 3]));
   const s1 = new Map(s0.map(([u, at], i) => [u, i === 19 ? at + 100 : at + 5]));
+  // The target's owner CAS 7 ms after S1, 40 ms for unit 18.
+  const s2 = new Map([...s1].map(([u, at], i) => [u, at + (i === 18 ? 40 : 7)]));
 
-  test('one row per tenth, in seal order, with both legs', () => {
-    const rows = s0s1Deciles(s0, ready, s1).split('\n');
+  test('one row per tenth, in seal order, with both legs and the CAS after S1', () => {
+    const rows = s0s1Deciles(s0, ready, s1, s2).split('\n');
     expect(rows).toHaveLength(10);
-    expect(rows[0]).toBe('decile 0: sealed from +0 ms, S0→S1 p50 5 p99 5 max 5 | S0→ready p50 3 p99 3 | ready→S1 p50 2 p99 2');
-    expect(rows[9]).toBe('decile 9: sealed from +180 ms, S0→S1 p50 5 p99 100 max 100 | S0→ready p50 3 p99 3 | ready→S1 p50 2 p99 97');
+    expect(rows[0]).toBe('decile 0: sealed from +0 ms, S0→S1 p50 5 p99 5 max 5 | S0→ready p50 3 p99 3 | ready→S1 p50 2 p99 2 | CAS−S1 p50 7 p99 7');
+    expect(rows[9]).toBe('decile 9: sealed from +180 ms, S0→S1 p50 5 p99 100 max 100 | S0→ready p50 3 p99 3 | ready→S1 p50 2 p99 97 | CAS−S1 p50 7 p99 40');
   });
 
   test('units that never reached S1 are left out', () => {
-    expect(s0s1Deciles(s0, ready, new Map())).toBe('deciles: no unit reached S1');
+    expect(s0s1Deciles(s0, ready, new Map(), new Map())).toBe('deciles: no unit reached S1');
   });
 });
 

@@ -100,10 +100,11 @@ export function peakUntil(samples: readonly number[], end: number): number {
 
 /**
  * ZLINK_BENCH_S0S1_DECILES=1: S0→S1 by decile of the move (units in seal order), split at the target's relay-ready
- * (S0 → relay-ready: payload out and restored; relay-ready → S1: the reply back and the cutover submit), to see
- * where and in which part of the move a tail comes from. Stamps of two processes on one machine's wall clock.
+ * (S0 → relay-ready: payload out and restored; relay-ready → S1: the reply back and the cutover submit), and the
+ * target's owner CAS (S2) − S1 of the same units, to see where and in which part of the move a tail comes from.
+ * Stamps of two processes on one machine's wall clock.
  */
-export function s0s1Deciles(s0: [string, number][], ready: Map<string, number>, s1: Map<string, number>): string {
+export function s0s1Deciles(s0: [string, number][], ready: Map<string, number>, s1: Map<string, number>, s2: Map<string, number>): string {
   const bySeal = s0.filter(([u]) => s1.has(u)).sort((a, b) => a[1] - b[1]);
   if (bySeal.length === 0) return 'deciles: no unit reached S1';
   const start = bySeal[0]![1];
@@ -115,9 +116,11 @@ export function s0s1Deciles(s0: [string, number][], ready: Map<string, number>, 
     const split = part.filter(([u]) => ready.has(u));
     const out = sortNum(split.map(([u, at]) => ready.get(u)! - at));
     const back = sortNum(split.map(([u]) => s1.get(u)! - ready.get(u)!));
+    const cas = sortNum(part.filter(([u]) => s2.has(u)).map(([u]) => s2.get(u)! - s1.get(u)!));
     rows.push(
       `decile ${d}: sealed from +${bySeal[from]![1] - start} ms, S0→S1 p50 ${pct(total, 50)} p99 ${pct(total, 99)} max ${total[total.length - 1]}` +
-        ` | S0→ready p50 ${pct(out, 50)} p99 ${pct(out, 99)} | ready→S1 p50 ${pct(back, 50)} p99 ${pct(back, 99)}`,
+        ` | S0→ready p50 ${pct(out, 50)} p99 ${pct(out, 99)} | ready→S1 p50 ${pct(back, 50)} p99 ${pct(back, 99)}` +
+        ` | CAS−S1 p50 ${pct(cas, 50)} p99 ${pct(cas, 99)}`,
     );
   }
   return rows.join('\n');

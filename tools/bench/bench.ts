@@ -245,7 +245,7 @@ async function main(): Promise<void> {
     const s1 = new Map(ss.s1);
     const casAfterS1 = sortNum(ts.s2.filter(([u]) => s1.has(u)).map(([u, at]) => at - s1.get(u)!));
     const matchedUnits = casAfterS1.length;
-    if (ss.s0 && ts.ready) console.log(s0s1Deciles(ss.s0, new Map(ts.ready), s1));
+    if (ss.s0 && ts.ready) console.log(s0s1Deciles(ss.s0, new Map(ts.ready), s1, new Map(ts.s2)));
 
     // ── (c) naive ──
     log(`naive baseline: ${n} Actors, batches of ${NAIVE_BATCH}`);
