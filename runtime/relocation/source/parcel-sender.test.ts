@@ -1,7 +1,7 @@
 import type { NodeRef } from '../../../vocabulary';
 import type { BudgetLease, Transport } from '../../../transport/types';
 import { decodeParcel } from '../parcel';
-import { PARCEL_ID_PREFIX, PARCEL_MAX_UNITS, ParcelSender } from './parcel-sender';
+import { PARCEL_ID_PREFIX, PARCEL_MAX_BYTES, PARCEL_MAX_UNITS, ParcelSender } from './parcel-sender';
 
 const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };
 /** The callback API as a promise, for the tests. */
@@ -61,6 +61,23 @@ describe('ParcelSender', () => {
     expect(sent).toEqual([units.slice(0, PARCEL_MAX_UNITS)]); // synchronously: the target can start on it now
     await Promise.all(done);
     expect(sent).toEqual([units.slice(0, PARCEL_MAX_UNITS), units.slice(PARCEL_MAX_UNITS)]);
+  });
+
+  test(`a unit that would take a parcel over ${PARCEL_MAX_BYTES} bytes starts the next one`, async () => {
+    const sent: string[][] = [];
+    const transport = {
+      sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
+        sent.push(decodeParcel(bytes).map((u) => u.unit));
+        l.release();
+      },
+    } as unknown as Transport;
+    const sender = new ParcelSender(() => transport);
+    const big = Buffer.alloc(Math.floor(PARCEL_MAX_BYTES * 0.4));
+    await Promise.all(['a', 'b', 'c', 'd'].map((u) => sendUnit(sender, u, big, lease([], u))));
+    expect(sent).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
   });
 
   test('a refused parcel fails every unit it carried', async () => {

@@ -156,13 +156,16 @@ export class Inbound implements ParcelOwner {
   /** Payloads received and not taken in yet (onPayload), oldest first. */
   private readonly intake: { readonly from: NodeRef; readonly payloadId: string; readonly result: PayloadResult }[] = [];
 
+  /** Takes in the oldest payload received; the next one waits for a turn of its own. */
   private takeIn(): void {
-    const next = this.intake[0];
+    const next = this.intake.shift();
     if (!next) return;
-    // The next one is scheduled before this one runs: a throw here must not stall the ones behind it.
-    if (this.intake.length > 1) setImmediate(() => this.takeIn());
-    this.intake.shift();
-    const { from, payloadId, result } = next;
+    // Scheduled before this one runs: a throw here must not stall the ones behind it.
+    if (this.intake.length > 0) setImmediate(() => this.takeIn());
+    this.takeInPayload(next);
+  }
+
+  private takeInPayload({ from, payloadId, result }: { readonly from: NodeRef; readonly payloadId: string; readonly result: PayloadResult }): void {
     if (payloadId.startsWith(PARCEL_ID_PREFIX)) this.onParcel(from, payloadId, result);
     else {
       const restored: TargetUnit[] = [];
@@ -305,7 +308,7 @@ export class Inbound implements ParcelOwner {
   /** §14: deadlines stop advancing units (the transport is gone). */
   close(): void {
     // Payloads received before the close are taken in as if they had been at once (their reads came first).
-    while (this.intake.length > 0) this.takeIn();
+    for (let next = this.intake.shift(); next; next = this.intake.shift()) this.takeInPayload(next);
     this.finished.clear();
     this.stagingExpiry.clear();
     this.cutoverWaits.clear();
