@@ -8,6 +8,17 @@ const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };
 const sendUnit = (sender: ParcelSender, u: string, bytes: Buffer, l: BudgetLease) =>
   new Promise<void>((resolve, reject) => sender.send(target, u, bytes, l, (error) => (error ? reject(error) : resolve())));
 const lease = (released: string[], name: string): BudgetLease => ({ bytes: 10, grow: async () => undefined, release: () => void released.push(name) });
+/** A sender over a transport that takes every parcel (releasing its lease, as at the intake ack); `sent` lists each parcel's units. */
+function recording(): { sender: ParcelSender; sent: string[][] } {
+  const sent: string[][] = [];
+  const transport = {
+    sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
+      sent.push(decodeParcel(bytes).map((u) => u.unit));
+      l.release();
+    },
+  } as unknown as Transport;
+  return { sender: new ParcelSender(() => transport), sent };
+}
 
 describe('ParcelSender', () => {
   test('units handed over in one turn go as one payload; each learns the outcome; leases are released once', async () => {
@@ -33,29 +44,15 @@ describe('ParcelSender', () => {
   });
 
   test(`units sealed in one turn beyond ${PARCEL_MAX_UNITS} go as several parcels, in order (each one a short task)`, async () => {
-    const sent: Buffer[] = [];
-    const transport = {
-      sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
-        sent.push(bytes);
-        l.release();
-      },
-    } as unknown as Transport;
-    const sender = new ParcelSender(() => transport);
+    const { sender, sent } = recording();
     const units = Array.from({ length: PARCEL_MAX_UNITS * 2 + 1 }, (_, i) => `u${i}`);
     await Promise.all(units.map((u) => sendUnit(sender, u, Buffer.from(u), lease([], u))));
-    expect(sent.map((bytes) => decodeParcel(bytes).length)).toEqual([PARCEL_MAX_UNITS, PARCEL_MAX_UNITS, 1]);
-    expect(sent.flatMap((bytes) => decodeParcel(bytes).map((u) => u.unit))).toEqual(units);
+    expect(sent.map((parcel) => parcel.length)).toEqual([PARCEL_MAX_UNITS, PARCEL_MAX_UNITS, 1]);
+    expect(sent.flat()).toEqual(units);
   });
 
   test(`a parcel goes as soon as it holds ${PARCEL_MAX_UNITS} units, in the step that sealed them; the rest at the end of the turn`, async () => {
-    const sent: string[][] = [];
-    const transport = {
-      sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
-        sent.push(decodeParcel(bytes).map((u) => u.unit));
-        l.release();
-      },
-    } as unknown as Transport;
-    const sender = new ParcelSender(() => transport);
+    const { sender, sent } = recording();
     const units = Array.from({ length: PARCEL_MAX_UNITS + 2 }, (_, i) => `u${i}`);
     const done = units.map((u) => sendUnit(sender, u, Buffer.from(u), lease([], u)));
     expect(sent).toEqual([units.slice(0, PARCEL_MAX_UNITS)]); // synchronously: the target can start on it now
@@ -64,14 +61,7 @@ describe('ParcelSender', () => {
   });
 
   test(`a unit that would take a parcel over ${PARCEL_MAX_BYTES} bytes starts the next one`, async () => {
-    const sent: string[][] = [];
-    const transport = {
-      sendPayload: async (_peer: NodeRef, _id: string, bytes: Buffer, l: BudgetLease) => {
-        sent.push(decodeParcel(bytes).map((u) => u.unit));
-        l.release();
-      },
-    } as unknown as Transport;
-    const sender = new ParcelSender(() => transport);
+    const { sender, sent } = recording();
     const big = Buffer.alloc(Math.floor(PARCEL_MAX_BYTES * 0.4));
     await Promise.all(['a', 'b', 'c', 'd'].map((u) => sendUnit(sender, u, big, lease([], u))));
     expect(sent).toEqual([
