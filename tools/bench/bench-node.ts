@@ -224,13 +224,24 @@ export class BenchNode {
    * `ZLINK_BENCH_HEAP_PROF=<dir>`: a sampling allocation profile of the move (source: from watch to Relocated; target:
    * to stats), objects that died young included, written as bench-<role>.heapprofile (Chrome DevTools → Memory, or
    * `profile-summary.js <file>`). Where the scavenges' work comes from: what each unit allocates, not only what stays.
+   * With `ZLINK_BENCH_HEAP_LIVE=1` only what is still live when the profile stops: what the move leaves behind; with
+   * `=old`, what no scavenge collected (promoted to the old generation, dead or not, or live at the stop): the objects
+   * the scavenges copied, by allocation site; with
+   * `ZLINK_BENCH_HEAP_LIVE_AT=<ms>` as well, the profile stops that long into the move: what is in flight mid-move.
    */
   private startAllocationProfile(): void {
     if (!process.env.ZLINK_BENCH_HEAP_PROF) return;
     const session = new Session();
     session.connect();
     this.heapProfiler = session;
-    session.post('HeapProfiler.startSampling', { samplingInterval: 16384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    const at = Number(process.env.ZLINK_BENCH_HEAP_LIVE_AT);
+    if (at > 0) setTimeout(() => void this.stopAllocationProfile(), at).unref();
+    const live = process.env.ZLINK_BENCH_HEAP_LIVE;
+    session.post('HeapProfiler.startSampling', {
+      samplingInterval: 16384,
+      includeObjectsCollectedByMajorGC: live !== '1',
+      includeObjectsCollectedByMinorGC: live !== '1' && live !== 'old',
+    });
   }
 
   private async stopAllocationProfile(): Promise<void> {
