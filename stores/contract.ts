@@ -126,6 +126,15 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
         });
       });
 
+      test('getMany over more records than one read command takes: each in its place, a missing one undefined', async () => {
+        const ids = Array.from({ length: 2500 }, (_, i) => unique(`read${i}`));
+        const present = (i: number) => i % 7 !== 3;
+        for (let i = 0; i < ids.length; i += 500) await Promise.all(ids.slice(i, i + 500).filter((_, j) => present(i + j)).map((id) => claimActor(id)));
+        const records = await location.getMany(ids.map(actor));
+        expect(records).toHaveLength(ids.length);
+        records.forEach((record, i) => (present(i) ? expect(record).toMatchObject({ id: ids[i], owner: nodeA, authorityGeneration: 1 }) : expect(record).toBeUndefined()));
+      });
+
       test('casMany: entries with different owners in one call each get their own owner', async () => {
         const ids = Array.from({ length: 12 }, (_, i) => unique(`mixed${i}`));
         await Promise.all(ids.map((id) => claimActor(id)));

@@ -5,6 +5,7 @@
  * owner-install.lua writes it at the target -- and every reader or writer that meets a forward whose second
  * step was lost rolls it forward first, so no step ever has to be guessed.
  */
+import type { Redis } from 'ioredis';
 import { StoreUnavailableError, type CasRequest, type CasResult, type ClaimRequest, type ClaimResult, type NodeRef, type ObjectId, type OwnerRecord, type RemoveRequest } from '../types';
 import { claimSchema, objectIdSchema, parse, parseCas, removeSchema } from '../validation';
 import type { RedisContext } from './context';
@@ -14,6 +15,8 @@ import { hashSlot } from './slot';
 
 /** A record moves at most once per change, so a few hops cover a concurrent change; more means retry later. */
 const MAX_HOPS = 4;
+/** Home keys per read command of getMany. */
+const READ_CHUNK = 1024;
 
 interface Located {
   readonly key: string;
@@ -27,10 +30,23 @@ export class RedisOwnerRecords {
     return liveRecord((await this.locate(parse(objectIdSchema, object, 'get')))?.value);
   }
 
+  /**
+   * Home keys are read READ_CHUNK at a time, each chunk retried on its own: one command per chunk on a single server
+   * (MGET), a GET per key on a cluster (keys of many hash slots). All 10,000 GETs at once made a slowed process wait on
+   * the last reply of the whole list past the command timeout, and then repeat every one of them.
+   */
   async getMany(objects: readonly ObjectId[]): Promise<(OwnerRecord | undefined)[]> {
     objects.forEach((object, index) => parse(objectIdSchema, object, `getMany[${index}]`));
     const { client, keys } = this.ctx;
-    const raw = await client.retrying('getMany', () => Promise.all(objects.map((object) => client.redis.get(keys.home(object)))));
+    const raw: (string | null)[] = [];
+    for (let start = 0; start < objects.length; start += READ_CHUNK) {
+      const homes = objects.slice(start, start + READ_CHUNK).map((object) => keys.home(object));
+      raw.push(
+        ...(await client.retrying('getMany', () =>
+          client.clustered ? Promise.all(homes.map((key) => client.redis.get(key))) : (client.redis as Redis).mget(homes),
+        )),
+      );
+    }
     return Promise.all(
       raw.map((text, index) => {
         const value = decode(text);
