@@ -32,8 +32,8 @@ export class RedisOwnerRecords {
 
   /**
    * Home keys are read READ_CHUNK at a time, each chunk retried on its own: one command per chunk on a single server
-   * (MGET), a GET per key on a cluster (keys of many hash slots). All 10,000 GETs at once made a slowed process wait on
-   * the last reply of the whole list past the command timeout, and then repeat every one of them.
+   * (MGET), a GET per key on a cluster (keys of many hash slots). With every key's GET sent at once, one reply later
+   * than the command timeout (a long list, a slowed process) repeated the whole list.
    */
   async getMany(objects: readonly ObjectId[]): Promise<(OwnerRecord | undefined)[]> {
     objects.forEach((object, index) => parse(objectIdSchema, object, `getMany[${index}]`));

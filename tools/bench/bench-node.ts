@@ -226,8 +226,8 @@ export class BenchNode {
    * `profile-summary.js <file>`). Where the scavenges' work comes from: what each unit allocates, not only what stays.
    * With `ZLINK_BENCH_HEAP_LIVE=1` only what is still live when the profile stops: what the move leaves behind; with
    * `=old`, what no scavenge collected (promoted to the old generation, dead or not, or live at the stop): the objects
-   * the scavenges copied, by allocation site; with
-   * `ZLINK_BENCH_HEAP_LIVE_AT=<ms>` as well, the profile stops that long into the move: what is in flight mid-move.
+   * the scavenges copied, by allocation site. With `ZLINK_BENCH_HEAP_LIVE_AT=<ms>` as well, the profile stops that
+   * long into the move: what is in flight mid-move.
    */
   private startAllocationProfile(): void {
     if (!process.env.ZLINK_BENCH_HEAP_PROF) return;
