@@ -165,7 +165,7 @@ if (values.timeline) {
     bump(self, label(s), weight);
     bump(ours, nearestOurs(s), weight);
   });
-  if (allocations) console.log(`allocated: ${(total / 2 ** 20).toFixed(1)} MiB (sampled; includes what died young if the profile was taken with it, as the bench takes it)`);
+  if (allocations) console.log(`allocated: ${(total / 2 ** 20).toFixed(1)} MiB (sampled; includes what died young if the profile was taken with it, as the bench takes it unless ZLINK_BENCH_HEAP_LIVE is set)`);
   else console.log(`busy: ${total} samples ≈ ${(total * intervalMs).toFixed(0)} ms of the main thread (sample interval ${intervalMs.toFixed(2)} ms)`);
   const unit = allocations ? 'bytes allocated' : 'self time';
   print(`share per component (${unit})`, components, total, top);

@@ -29,6 +29,13 @@ type PayloadResult = { ok: true; bytes: Buffer } | { ok: false; error: Error };
 
 const INCOMPATIBLE = 'types, policies, adapters or capacity do not match this target';
 
+/** A transport payload as received (Inbound.onPayload), until its intake turn. */
+interface ReceivedPayload {
+  readonly from: NodeRef;
+  readonly payloadId: string;
+  readonly result: PayloadResult;
+}
+
 export class Inbound implements ParcelOwner {
   /** Units in flight, and what is kept of ended ones while their finished window lasts (FinishedUnit). */
   private readonly units = new Map<string, TargetUnit | FinishedUnit>();
@@ -154,7 +161,7 @@ export class Inbound implements ParcelOwner {
   }
 
   /** Payloads received and not taken in yet (onPayload), oldest first. */
-  private readonly intake: { readonly from: NodeRef; readonly payloadId: string; readonly result: PayloadResult }[] = [];
+  private readonly intake: ReceivedPayload[] = [];
 
   /** Takes in the oldest payload received; the next one waits for a turn of its own. */
   private takeIn(): void {
@@ -165,7 +172,7 @@ export class Inbound implements ParcelOwner {
     this.takeInPayload(next);
   }
 
-  private takeInPayload({ from, payloadId, result }: { readonly from: NodeRef; readonly payloadId: string; readonly result: PayloadResult }): void {
+  private takeInPayload({ from, payloadId, result }: ReceivedPayload): void {
     if (payloadId.startsWith(PARCEL_ID_PREFIX)) this.onParcel(from, payloadId, result);
     else {
       const restored: TargetUnit[] = [];
