@@ -80,8 +80,8 @@ describe('source unit actors (memory+in-process)', () => {
     expect(source.diagnostics().followRoutes).toBe(0);
   });
 
-  test('a relocation seals at most 1/128 of its units at once, and never fewer than 32 (seal-gate.ts sealWindowBound)', async () => {
-    expect([sealWindowBound(100_000), sealWindowBound(16_384), sealWindowBound(10_000), sealWindowBound(2_000), sealWindowBound(1)]).toEqual([128, 128, 78, 32, 32]);
+  test('a relocation seals at most 1/256 of its units at once, and never fewer than 32 (seal-gate.ts sealWindowBound)', async () => {
+    expect([sealWindowBound(100_000), sealWindowBound(32_768), sealWindowBound(16_384), sealWindowBound(10_000), sealWindowBound(2_000), sealWindowBound(1)]).toEqual([128, 128, 64, 39, 32, 32]);
     const n = 2000;
     const timing = { ...FAST_TIMING, messageFollowDurationMs: 200 };
     const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES, timing });
