@@ -37,7 +37,8 @@ export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs:
 /**
  * The bound for one relocation of `units` units: at most 128 (SEAL_GATE_DEFAULTS), and at most 1/256 of its units
  * (never under 32). A stall delays every sealed unit at once, so this also bounds the share of a host's units one
- * stall can push over the target: under 0.4%, so it takes three stalls, not two, to reach the 1% slowest. At 10k units
+ * stall can push over the target: under 0.4% from 8,192 units up (below that the floor of 32 is the bound, a larger
+ * share of a small move), so it takes three stalls, not two, to reach the 1% slowest. At 10k units
  * the whole move is V8's cold start on both hosts, where stalls come closest together (the first third of the units
  * had the tail). Measured with `npm run bench -- --n 10000` on a 2-core machine, three sets of alternated runs (4, 4
  * and 5 pairs, in three different hours), 1/128 (78 sealed) against 1/256 (39): S0→S1 p99 medians 55.5 → 34, 39 → 26
