@@ -99,20 +99,22 @@ export type { UnitSourceEvent, UnitSourceOutput } from './unit-source.machine';
 
 /**
  * Target side of the units of one inbound parcel (id `unitTarget`, §9, §10.3, §11, §13): relayReady →
- * committing (S2) → open (S3) | discarded. Events: `CUTOVER` (every unit has its cutover), `CUTOVER_WAIT_ENDED`
- * (the §13 fallback, from a shared expiry queue), `COMMITTED`, `COMMIT_FAILED`. Output `{ opened, fellBack }`.
+ * committing (S2) → open (S3) | discarded, or — after the §13 cutover-wait fallback — committingAfterFallback →
+ * openAfterFallback | discardedAfterFallback (`FALLBACK_STATES`; no context). Events: `CUTOVER` (every unit has its
+ * cutover), `CUTOVER_WAIT_ENDED` (the fallback, from a shared expiry queue), `COMMITTED`, `COMMIT_FAILED`. Output
+ * `{ opened, fellBack }`, from the final state.
  *
  * Actions to provide:
- * - `commitOwner` (entry of committing): the owner CAS source → target for every unit, retried on Store errors
+ * - `commitOwner` (entry of both committing states): the owner CAS source → target for every unit, retried on Store errors
  *   until restore validity ends; then send `COMMITTED` or `COMMIT_FAILED` (units whose outcome differs from the
  *   parcel's are split into a machine of their own by the driver).
  * - `openDispatch` (S3): merge saved work, pre-boundary relay and temporary work in order, run
  *   OnRelocationReadyCompleted, open dispatch.
  * - `discard`: drop the prepared objects and the temporary queue without running anything (§11).
- * (`markFallback` is the machine's own `assign`; it is not meant to be replaced.)
  */
 export const unitTargetMachine = unitTarget;
-export type { UnitTargetEvent, UnitTargetOutput, UnitTargetContext } from './unit-target.machine';
+export { FALLBACK_STATES } from './unit-target.machine';
+export type { UnitTargetEvent, UnitTargetOutput } from './unit-target.machine';
 
 /** The five machines by id. */
 export const MACHINES = {

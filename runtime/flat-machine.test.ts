@@ -1,12 +1,14 @@
-import { createActor, createMachine, fromCallback, setup, type AnyActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate';
+import { assign, createActor, createMachine, fromCallback, setup, type AnyActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
 import { unitSourceMachine, type UnitSourceEvent } from '../machines/unit-source.machine';
-import { unitTargetMachine } from '../machines/unit-target.machine';
+import { unitTargetMachine, type UnitTargetEvent } from '../machines/unit-target.machine';
 import { RelocationReason } from '../vocabulary';
 import { flatMachineLogic } from './flat-machine';
 
 /** Every event the machine declares (a new one is covered without touching this test); FAILED carries a reason. */
 const SOURCE_EVENTS = unitSourceMachine.events.map((type) => (type === 'FAILED' ? { type, reason: RelocationReason.StateIncompatible } : { type })) as UnitSourceEvent[];
+
+const TARGET_EVENTS = unitTargetMachine.events.map((type) => ({ type })) as UnitTargetEvent[];
 
 /** Runs `events` on an actor of `logic` (a child of a parent that records what it receives); everything observable. */
 function run(logic: AnyActorLogic, events: readonly { type: string }[]) {
@@ -37,21 +39,24 @@ function recording(machine: AnyStateMachine, log: string[]): AnyStateMachine {
   return machine.provide({ actions });
 }
 
+/** A simple path's events, then `after`, on xstate's interpreter and on flatMachineLogic: everything observable equal. */
+function expectSameRun(machine: AnyStateMachine, path: { steps: readonly { event: unknown }[] }, after: readonly { type: string }[]): void {
+  const events = path.steps.map((s) => s.event as { type: string }).filter((e) => e.type !== 'xstate.init');
+  const probe = [...events, ...after];
+  const xLog: string[] = [];
+  const fLog: string[] = [];
+  const x = run(recording(machine, xLog), probe);
+  const f = run(flatMachineLogic(recording(machine, fLog)), probe);
+  expect({ ...f, log: fLog }).toEqual({ ...x, log: xLog });
+}
+
 describe('flatMachineLogic runs the unit-source declaration as xstate does', () => {
   const paths = getSimplePaths(unitSourceMachine, { events: SOURCE_EVENTS });
 
   test('every simple path: same states, actions (event and self), outputs, done event to the parent and inspection events', () => {
     expect(paths.length).toBeGreaterThan(9);
-    for (const path of paths) {
-      const events = path.steps.map((s) => s.event as { type: string }).filter((e) => e.type !== 'xstate.init');
-      // Events no state takes are sent too: both must ignore them the same way.
-      const probe = [...events, { type: 'STOP' }, { type: 'FOLLOW_EXPIRED' }];
-      const xLog: string[] = [];
-      const fLog: string[] = [];
-      const x = run(recording(unitSourceMachine, xLog), probe);
-      const f = run(flatMachineLogic(recording(unitSourceMachine, fLog)), probe);
-      expect({ ...f, log: fLog }).toEqual({ ...x, log: xLog });
-    }
+    // Events no state takes are sent too: both must ignore them the same way.
+    for (const path of paths) expectSameRun(unitSourceMachine, path, [{ type: 'STOP' }, { type: 'FOLLOW_EXPIRED' }]);
   });
 
   test('stopping an actor: same snapshot status and inspection as xstate', () => {
@@ -97,10 +102,29 @@ describe('flatMachineLogic runs the unit-source declaration as xstate does', () 
   });
 });
 
+describe('flatMachineLogic runs the unit-target declaration as xstate does', () => {
+  const paths = getSimplePaths(unitTargetMachine, { events: TARGET_EVENTS });
+
+  test('every simple path: same states, actions, outputs (fellBack from the final state), done event and inspection', () => {
+    // relay-ready itself, each committing state, and four finals: CUTOVER | fallback × COMMITTED | COMMIT_FAILED.
+    expect(paths.length).toBe(7);
+    for (const path of paths) expectSameRun(unitTargetMachine, path, [{ type: 'CUTOVER' }, { type: 'CUTOVER_WAIT_ENDED' }, { type: 'COMMITTED' }]);
+  });
+});
+
 describe('flatMachineLogic refuses what it would not interpret as xstate does', () => {
   const refuse = (machine: AnyStateMachine, what: RegExp) => expect(() => flatMachineLogic(machine)).toThrow(what);
 
-  test('context and assign (the unit-target machine)', () => refuse(unitTargetMachine, /context/));
+  test('context and assign', () =>
+    refuse(
+      setup({ types: { context: {} as { n: number } }, actions: { count: assign({ n: ({ context }) => context.n + 1 }) } }).createMachine({
+        id: 'c',
+        context: { n: 0 },
+        initial: 'a',
+        states: { a: { on: { GO: { target: 'b', actions: 'count' } } }, b: {} },
+      }),
+      /context/,
+    ));
 
   test('guards', () =>
     refuse(

@@ -12,7 +12,7 @@
  *   COMMIT_FAILED       the target's Location Store answers the CAS with a conflict (another owner changed the record)
  */
 import { FrameworkRuntimeState, RelocationMode, SimulatedClock, UNIT_CHANGED, type FrameworkRuntime, type RelocationDiagnostics, type UnitEvent } from '../../runtime';
-import { unitTargetMachine } from '../../machines';
+import { FALLBACK_STATES, unitTargetMachine } from '../../machines';
 import { generatePaths, type ModelPath } from './support/model';
 import { modelSuite, Recorder, type Driver } from './support/runner';
 import { MODEL_TIMING, until, World } from './support/world';
@@ -76,10 +76,13 @@ const driver: Driver<TargetWorld> = {
   },
 
   async check(w, path, index) {
-    const state = String(path.steps[index]!.snapshot.value);
+    const value = String(path.steps[index]!.snapshot.value);
     const fellBack = has(path, 'CUTOVER_WAIT_ENDED');
-    const seen = w.recorder.seen(state)?.surface;
+    const seen = w.recorder.seen(value)?.surface;
     expect(eventsOf(w.targetEvents, 'relayReady')).toHaveLength(1);
+    // After the §13 fallback the parcel is in the *AfterFallback twin of each state, with the same checks.
+    if (value !== 'relayReady') expect(FALLBACK_STATES.has(value)).toBe(fellBack);
+    const state = value.replace(/AfterFallback$/, '');
     switch (state) {
       case 'committing':
         // In flight on the target until its CAS settles; the source crossed at S1 either way (§13).

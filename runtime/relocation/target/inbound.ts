@@ -8,7 +8,8 @@
  * payload parcel that restore together start one parcel machine; its cutover wait is one entry of a shared queue.
  */
 import { createActor } from 'xstate';
-import { unitTargetMachine, type UnitTargetOutput } from '../../../machines/unit-target.machine';
+import { unitTargetMachine, type UnitTargetEvent, type UnitTargetOutput } from '../../../machines/unit-target.machine';
+import { flatMachineLogic } from '../../flat-machine';
 import type { NodeRef } from '../../../stores/types';
 import type { Envelope } from '../../envelope';
 import { nodeKey, sameNode, type ObjectKey } from '../../keys';
@@ -21,7 +22,7 @@ import { PARCEL_ID_PREFIX } from '../source/parcel-sender';
 import { decodePayload } from '../payload';
 import type { InboundPorts } from '../ports';
 import type { CutoverMessage, PrepareMessage, PrepareUnit, RelayPartMessage } from '../protocol';
-import { TargetParcel, type ParcelOwner } from './parcel';
+import { TargetParcel, type ParcelOwner, type UnitTargetLogic } from './parcel';
 import { TargetUnit } from './unit';
 import { FinishedUnit } from './finished-unit';
 
@@ -50,7 +51,8 @@ export class Inbound implements ParcelOwner {
   /** §13: a parcel without its cutovers within the cutover wait falls back to the CAS. */
   private readonly cutoverWaits: ExpiryQueue<TargetParcel>;
   private readonly parcelByActor = new WeakMap<object, TargetParcel>();
-  private readonly machine;
+  /** The unit-target machine with the drivers' actions, as each parcel's actor runs it (see TargetParcel). */
+  private readonly machine: UnitTargetLogic;
 
   constructor(private readonly ports: InboundPorts) {
     const { clock, timing } = ports;
@@ -71,13 +73,15 @@ export class Inbound implements ParcelOwner {
       const p = this.parcelByActor.get(self);
       if (p) run(p);
     };
-    this.machine = unitTargetMachine.provide({
-      actions: {
-        commitOwner: parcel((p) => p.commitOwner()),
-        openDispatch: parcel((p) => p.openDispatch()),
-        discard: parcel((p) => p.discard()),
-      },
-    });
+    this.machine = flatMachineLogic<UnitTargetEvent, UnitTargetOutput>(
+      unitTargetMachine.provide({
+        actions: {
+          commitOwner: parcel((p) => p.commitOwner()),
+          openDispatch: parcel((p) => p.openDispatch()),
+          discard: parcel((p) => p.discard()),
+        },
+      }),
+    );
   }
 
   /** Units prepared here and not yet ended. */

@@ -7,7 +7,8 @@
  * - units whose CAS failed for good leave the parcel and are discarded; the rest open.
  */
 import type { Actor } from 'xstate';
-import type { unitTargetMachine } from '../../../machines/unit-target.machine';
+import { FALLBACK_STATES, type UnitTargetEvent, type UnitTargetOutput } from '../../../machines/unit-target.machine';
+import type { FlatMachineLogic } from '../../flat-machine';
 import { StoreUnavailableError } from '../../../stores/types';
 import { sleep } from '../../clock';
 import { idOf } from '../../keys';
@@ -23,8 +24,14 @@ export interface ParcelOwner {
   unstage(unit: TargetUnit): void;
 }
 
+/**
+ * How a parcel's actor runs the unit-target machine: its declaration over a transition table (runtime/flat-machine.ts),
+ * as the source's unit machines run (issue [6/10]).
+ */
+export type UnitTargetLogic = FlatMachineLogic<UnitTargetEvent, UnitTargetOutput>;
+
 export class TargetParcel {
-  actor!: Actor<typeof unitTargetMachine>;
+  actor!: Actor<UnitTargetLogic>;
   /** Units whose first cutover arrived (counted once each). */
   private cutovers = 0;
   private checkScheduled = false;
@@ -91,8 +98,8 @@ export class TargetParcel {
     if (this.commitFailed) return queueMicrotask(() => this.actor.send({ type: 'COMMIT_FAILED' }));
     const failed: TargetUnit[] = [];
     let remaining = this.units.length;
-    // Read at the first result, not here: this entry action runs before the machine's snapshot has the context
-    // of the transition that entered `committing` (CUTOVER_WAIT_ENDED sets fellBack in that same step).
+    // Read at the first result, not here: this entry action runs before the machine's snapshot names the state it
+    // enters (`committing`, or `committingAfterFallback` after CUTOVER_WAIT_ENDED).
     let fellBack: boolean | undefined;
     // S2 of each unit is when its own CAS result arrived (the units of one store reply share one clock read).
     const settle = (unit: TargetUnit, ok: boolean, s2: number) => {
@@ -221,7 +228,8 @@ export class TargetParcel {
     }
   }
 
+  /** The cutover-wait fallback (§13), not a cutover, led to this parcel's CAS: which state it is in says so. */
   get fellBack(): boolean {
-    return this.actor.getSnapshot().context.fellBack;
+    return FALLBACK_STATES.has(this.state);
   }
 }
