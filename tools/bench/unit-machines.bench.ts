@@ -5,8 +5,9 @@
  *
  * - source: unit-source machine per unit, created as a child of a pool actor (`{ parent, id }`), hot path to S4.
  * - target per unit / per parcel of P: one unit-target machine (relayReady → CUTOVER → committing → COMMITTED → open)
- *   per unit, or per P units that reach their steps together with the per-unit milestones a loop over a plain array
- *   in the driver (what target/parcel.ts does); the cutover wait is one shared expiry queue (§13).
+ *   per unit, or per P units (for P = 32 also on `flatMachineLogic`, as the runtime runs it) that reach their steps
+ *   together with the per-unit milestones a loop over a plain array in the driver (what target/parcel.ts does); the
+ *   cutover wait is one shared expiry queue (§13).
  *
  * Measured on the 2-core box (20k units, median of 5, other work running): source 30–39 µs/unit to S4 (the
  * previous 5-transition machine, root actors: ~40 µs/unit to S1 only); target per unit 45–72 µs/unit, of which
@@ -22,12 +23,16 @@
  * source 52 µs/unit to S4; target per unit 51 µs/unit; per parcel of 64 1.9 µs/unit; per parcel of 256 0.6 µs/unit.
  * Parcels of at most 32 units (2026-12-04, another 2-core machine, 20k units, median of 5): per parcel of 32 1.8 µs/unit
  * (~58 µs per parcel machine: ~0.2 s of the target's CPU in a 100k move), of 64 1.0, of 256 0.2; source 13.9 µs/unit.
+ * The parcel machine on `flatMachineLogic` (2026-12-05, a third 2-core machine, 20k units, median of 5): per parcel of
+ * 32 1.5 µs/unit with xstate's interpreter, 0.5 with the table (the runtime's); source 30.5 / 9.8. In `npm run bench
+ * -- --n 100000` the target's CPU fell by more than that (~4.5 µs/unit, five alternated pairs): the machines alone are
+ * ~1 of it; the rest is not split here (the interpreter's code no longer compiled, item 4 of that sitting's note).
  */
 import { parseArgs } from 'node:util';
 import { createActor, fromCallback, type AnyActorLogic, type AnyActorRef } from 'xstate';
 import { unitSourceMachine, type UnitSourceEvent, type UnitSourceOutput } from '../../machines/unit-source.machine';
 import { flatMachineLogic } from '../../runtime/flat-machine';
-import { unitTargetMachine } from '../../machines/unit-target.machine';
+import { unitTargetMachine, type UnitTargetEvent, type UnitTargetOutput } from '../../machines/unit-target.machine';
 import { systemClock } from '../../runtime/clock';
 import { ExpiryQueue } from '../../runtime/expiry-queue';
 
@@ -42,6 +47,7 @@ const target = unitTargetMachine.provide({ actions: { commitOwner: () => {}, ope
 
 /** The runtime's way (runtime/flat-machine.ts): the same declaration and Actor, the transitions by table lookup. */
 const sourceFlat = flatMachineLogic<UnitSourceEvent, UnitSourceOutput>(source);
+const targetFlat = flatMachineLogic<UnitTargetEvent, UnitTargetOutput>(target);
 
 async function sourcePerUnit(logic: AnyActorLogic): Promise<number> {
   const pool = createActor(fromCallback(() => () => undefined)).start() as AnyActorRef;
@@ -60,8 +66,8 @@ async function sourcePerUnit(logic: AnyActorLogic): Promise<number> {
 }
 
 /** Target with one machine per unit (`size` 1) or per parcel of `size` units; the cutover wait is a shared queue. */
-async function targetPerParcel(size: number): Promise<number> {
-  type TargetActor = ReturnType<typeof createActor<typeof target>>;
+async function targetPerParcel(size: number, logic: AnyActorLogic = target): Promise<number> {
+  type TargetActor = ReturnType<typeof createActor<typeof targetFlat>>;
   const cutoverWait = new ExpiryQueue(systemClock, 1000, (a: TargetActor) => {
     if (a.getSnapshot().status === 'active') a.send({ type: 'CUTOVER_WAIT_ENDED' });
   });
@@ -70,7 +76,7 @@ async function targetPerParcel(size: number): Promise<number> {
   for (let p = 0; p < N / size; p++) {
     const units = [];
     for (let i = 0; i < size; i++) units.push({ id: `u${p * size + i}`, at: 0 });
-    const actor = createActor(target, { id: `p${p}` }).start();
+    const actor = createActor(logic, { id: `p${p}` }).start() as TargetActor;
     cutoverWait.push(actor);
     parcels.push({ actor, units });
   }
@@ -91,7 +97,8 @@ async function main(): Promise<void> {
     ['source, machine per unit (child of pool), to S4, xstate interpreter', () => sourcePerUnit(source)],
     ['source, machine per unit (child of pool), to S4, flatMachineLogic (the runtime)', () => sourcePerUnit(sourceFlat)],
     ['target, machine per unit', () => targetPerParcel(1)],
-    ['target, machine per parcel of 32 (PARCEL_MAX_UNITS)', () => targetPerParcel(32)],
+    ['target, machine per parcel of 32 (PARCEL_MAX_UNITS), xstate interpreter', () => targetPerParcel(32)],
+    ['target, machine per parcel of 32 (PARCEL_MAX_UNITS), flatMachineLogic (the runtime)', () => targetPerParcel(32, targetFlat)],
     ['target, machine per parcel of 64', () => targetPerParcel(64)],
     ['target, machine per parcel of 256', () => targetPerParcel(256)],
   ];
