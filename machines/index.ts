@@ -105,9 +105,9 @@ export type { UnitSourceEvent, UnitSourceOutput } from './unit-source.machine';
  * `{ opened, fellBack }`, from the final state.
  *
  * Actions to provide:
- * - `commitOwner` (entry of both committing states): the owner CAS source → target for every unit, retried on Store errors
- *   until restore validity ends; then send `COMMITTED` or `COMMIT_FAILED` (units whose outcome differs from the
- *   parcel's are split into a machine of their own by the driver).
+ * - `commitOwner` (entry of both committing states): the owner CAS source → target for every unit, retried on Store
+ *   errors until restore validity ends; then send `COMMITTED` or `COMMIT_FAILED` (units whose outcome differs from
+ *   the parcel's are split into a machine of their own by the driver).
  * - `openDispatch` (S3): merge saved work, pre-boundary relay and temporary work in order, run
  *   OnRelocationReadyCompleted, open dispatch.
  * - `discard`: drop the prepared objects and the temporary queue without running anything (§11).

@@ -82,4 +82,8 @@ export const unitTargetMachine = setup({
 });
 
 /** States in which the cutover-wait fallback (§13), not a cutover, led to the owner CAS. */
-export const FALLBACK_STATES: ReadonlySet<string> = new Set(['committingAfterFallback', 'openAfterFallback', 'discardedAfterFallback']);
+export const FALLBACK_STATES: ReadonlySet<string> = new Set([
+  'committingAfterFallback',
+  'openAfterFallback',
+  'discardedAfterFallback',
+]);
