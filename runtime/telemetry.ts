@@ -126,23 +126,36 @@ function safely(fn: (i: Instruments) => void): void {
   }
 }
 
+/** A per-unit histogram record: called for every unit on both sides, so no closure per call (see `safely`). */
+function recordUnit(name: 'interruption' | 'targetResume' | 'routeConvergence', ms: number, attrs: UnitTimings): void {
+  try {
+    instruments()?.[name].record(ms, attrs as unknown as Attributes);
+  } catch {
+    // §16: telemetry provider failure does not block operation progress.
+  }
+}
+
 export interface UnitTimings {
   /** Which kind of unit: actor | perActorShell | spotWide | instance (bounded set, no IDs). */
   readonly unitKind: string;
 }
+
+/** Metric attributes per unit kind, built once: the unit histograms are recorded once per unit (issue [6/10]). */
+const KIND_ATTRIBUTES = new Map<string, UnitTimings>();
+export const unitKindAttributes = (unitKind: string): UnitTimings => KIND_ATTRIBUTES.get(unitKind) ?? KIND_ATTRIBUTES.set(unitKind, { unitKind }).get(unitKind)!;
 
 /** Outcome label of a settled request: 'ok', a RequestError kind, 'aborted' or 'error'. */
 export type RequestOutcome = string;
 
 export const telemetry = {
   sourceStop(ms: number, attrs: UnitTimings): void {
-    safely((i) => i.interruption.record(ms, attrs as unknown as Attributes));
+    recordUnit('interruption', ms, attrs);
   },
   targetResume(ms: number, attrs: UnitTimings): void {
-    safely((i) => i.targetResume.record(ms, attrs as unknown as Attributes));
+    recordUnit('targetResume', ms, attrs);
   },
   routeConvergence(ms: number, attrs: UnitTimings): void {
-    safely((i) => i.routeConvergence.record(ms, attrs as unknown as Attributes));
+    recordUnit('routeConvergence', ms, attrs);
   },
   cutoverTimeout(attrs: UnitTimings): void {
     safely((i) => i.cutoverTimeout.add(1, attrs as unknown as Attributes));

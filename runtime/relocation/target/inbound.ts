@@ -13,7 +13,7 @@ import { flatMachineLogic } from '../../flat-machine';
 import type { NodeRef } from '../../../stores/types';
 import type { Envelope } from '../../envelope';
 import { nodeKey, sameNode, type ObjectKey } from '../../keys';
-import { telemetry } from '../../telemetry';
+import { telemetry, unitKindAttributes } from '../../telemetry';
 import { RelocationReason } from '../../../vocabulary';
 import { compatible, describeType } from '../compatibility';
 import { ExpiryQueue } from '../../expiry-queue';
@@ -277,7 +277,7 @@ export class Inbound implements ParcelOwner {
   }
 
   private parcelEnded(parcel: TargetParcel, output: UnitTargetOutput): void {
-    if (output.fellBack) for (const unit of parcel.units) telemetry.cutoverTimeout({ unitKind: unit.prepare.kind });
+    if (output.fellBack) for (const unit of parcel.units) telemetry.cutoverTimeout(unitKindAttributes(unit.prepare.kind));
     for (const unit of parcel.units) unit.release();
     this.unitsEnded(parcel.units);
     // The cutover wait queue keeps the parcel until its wait would have ended: not its units.

@@ -10,7 +10,7 @@ import type { Envelope } from '../../envelope';
 import { idOf, spotKey } from '../../keys';
 import type { Lane, WorkItem } from '../../lane';
 import type { Hosted } from '../../objects';
-import { telemetry, type UnitTimings } from '../../telemetry';
+import { telemetry, unitKindAttributes } from '../../telemetry';
 import type { UnitEvent } from '../events';
 import type { UnitPayload } from '../payload';
 import type { InboundPorts } from '../ports';
@@ -25,9 +25,6 @@ const NO_TICKS: ReadonlySet<string> = new Set();
  */
 const NONE: never[] = Object.freeze([]) as unknown as never[];
 
-/** Metric attributes per unit kind, built once (the histogram is recorded per unit). */
-const KIND_ATTRIBUTES = new Map<string, UnitTimings>();
-const unitKindAttributes = (unitKind: string): UnitTimings => KIND_ATTRIBUTES.get(unitKind) ?? KIND_ATTRIBUTES.set(unitKind, { unitKind }).get(unitKind)!;
 
 export class TargetUnit {
   readonly keys: string[];
