@@ -1,9 +1,15 @@
-import { assign, createActor, createMachine, fromCallback, setup, type AnyActorLogic, type AnyStateMachine, type InspectionEvent } from 'xstate';
+import { assign, createActor, createMachine, fromCallback, setup, type AnyActorLogic, type AnyActorRef, type AnyStateMachine, type InspectionEvent } from 'xstate';
 import { getSimplePaths } from 'xstate/graph';
 import { unitSourceMachine, type UnitSourceEvent } from '../machines/unit-source.machine';
 import { unitTargetMachine, type UnitTargetEvent } from '../machines/unit-target.machine';
 import { RelocationReason } from '../vocabulary';
-import { flatMachineLogic } from './flat-machine';
+import { FlatActor } from './flat-actor';
+import { flatMachineLogic, type FlatMachineLogic } from './flat-machine';
+
+/** How the unit's actor is made: xstate's `Actor`, or the runtime's FlatActor (flat logic only). */
+type MakeActor = (logic: AnyActorLogic, parent: AnyActorRef) => Pick<AnyActorRef, 'start' | 'send' | 'getSnapshot' | 'subscribe'>;
+const xstateActor: MakeActor = (logic, parent) => createActor(logic, { parent, id: 'u1' });
+const flatActor: MakeActor = (logic, parent) => new FlatActor(logic as FlatMachineLogic<{ type: string }, unknown>, { parent, id: 'u1' });
 
 /** Every event the machine declares (a new one is covered without touching this test); FAILED carries a reason. */
 const SOURCE_EVENTS = unitSourceMachine.events.map((type) => (type === 'FAILED' ? { type, reason: RelocationReason.StateIncompatible } : { type })) as UnitSourceEvent[];
@@ -11,20 +17,24 @@ const SOURCE_EVENTS = unitSourceMachine.events.map((type) => (type === 'FAILED' 
 const TARGET_EVENTS = unitTargetMachine.events.map((type) => ({ type })) as UnitTargetEvent[];
 
 /** Runs `events` on an actor of `logic` (a child of a parent that records what it receives); everything observable. */
-function run(logic: AnyActorLogic, events: readonly { type: string }[]) {
+function run(logic: AnyActorLogic, events: readonly { type: string }[], make: MakeActor = xstateActor) {
   const trace: string[] = [];
   const toParent: unknown[] = [];
   const inspected: string[] = [];
   const parent = createActor(fromCallback(({ receive }) => receive((e) => void toParent.push(e))), {
     inspect: (e: InspectionEvent) => {
-      if ((e.actorRef as { id?: string }).id !== 'u1') return; // the unit's own events, not the parent's
+      // The unit's own events, and what reaches the parent from it (its done event, as the relay inspects it).
+      if ((e.actorRef as { id?: string }).id !== 'u1') {
+        if (e.type === '@xstate.event' && (e.sourceRef as { id?: string } | undefined)?.id === 'u1') inspected.push(`to parent ${e.event.type}`);
+        return;
+      }
       if (e.type === '@xstate.microstep') inspected.push(`microstep ${e.event.type} taking ${(e as unknown as { _transitions: { eventType: string; target?: { key: string }[] }[] })._transitions.map((t) => `${t.eventType}→${t.target?.[0]?.key}`).join(',')}`);
       else if (e.type === '@xstate.action') inspected.push(`action ${e.action.type}`);
       else if (e.type === '@xstate.snapshot') inspected.push(`snapshot ${(e.snapshot as { value?: string }).value} ${e.snapshot.status} after ${e.event.type}`);
       else inspected.push(`${e.type}${e.type === '@xstate.event' ? ` ${e.event.type}` : ''}`);
     },
   }).start();
-  const actor = createActor(logic, { parent, id: 'u1' });
+  const actor = make(logic, parent);
   actor.subscribe({ next: (s) => trace.push(`${(s as { value: string }).value}/${s.status}`), complete: () => trace.push('complete') });
   actor.start();
   for (const event of events) actor.send(event);
@@ -39,21 +49,27 @@ function recording(machine: AnyStateMachine, log: string[]): AnyStateMachine {
   return machine.provide({ actions });
 }
 
-/** A simple path's events, then `after`, on xstate's interpreter and on flatMachineLogic: everything observable equal. */
+/**
+ * A simple path's events, then `after`, on xstate's interpreter and on flatMachineLogic — in xstate's `Actor` and in
+ * the runtime's FlatActor: everything observable equal, inspection events included.
+ */
 function expectSameRun(machine: AnyStateMachine, path: { steps: readonly { event: unknown }[] }, after: readonly { type: string }[]): void {
   const events = path.steps.map((s) => s.event as { type: string }).filter((e) => e.type !== 'xstate.init');
   const probe = [...events, ...after];
   const xLog: string[] = [];
   const fLog: string[] = [];
+  const aLog: string[] = [];
   const x = run(recording(machine, xLog), probe);
   const f = run(flatMachineLogic(recording(machine, fLog)), probe);
+  const a = run(flatMachineLogic(recording(machine, aLog)), probe, flatActor);
   expect({ ...f, log: fLog }).toEqual({ ...x, log: xLog });
+  expect({ ...a, log: aLog }).toEqual({ ...x, log: xLog });
 }
 
 describe('flatMachineLogic runs the unit-source declaration as xstate does', () => {
   const paths = getSimplePaths(unitSourceMachine, { events: SOURCE_EVENTS });
 
-  test('every simple path: same states, actions (event and self), outputs, done event to the parent and inspection events', () => {
+  test('every simple path: same states, actions (event and self), outputs, done event to the parent and inspection events, in either actor', () => {
     expect(paths.length).toBeGreaterThan(9);
     // Events no state takes are sent too: both must ignore them the same way.
     for (const path of paths) expectSameRun(unitSourceMachine, path, [{ type: 'STOP' }, { type: 'FOLLOW_EXPIRED' }]);

@@ -10,8 +10,9 @@
  * its scavenges a fifth of the source's main thread). The same four steps over this table cost ~10 µs per unit, most
  * of it the `Actor` itself.
  *
- * What stays xstate's: the `Actor` (mailbox, system, parent and done event, inspection events, `subscribe`), the
- * declaration in machines/ (setup() + createMachine, provided implementations, xstate/graph model tests) and its
+ * What stays xstate's: the actor system (registration, parent and done event, inspection events) — the logic runs in
+ * xstate's `Actor` or, where actors exist by the hundred thousand, in the runtime's FlatActor (runtime/flat-actor.ts)
+ * — the declaration in machines/ (setup() + createMachine, provided implementations, xstate/graph model tests) and its
  * semantics: `flat-machine.test.ts` replays every simple path of the declarations it runs on both interpreters and
  * compares states, actions and outputs. A declaration outside the subset is refused when the logic is made (never
  * silently interpreted differently), so a machine that grows a guard or a nested state goes back to xstate's own
@@ -106,7 +107,7 @@ function compile(machine: AnyStateMachine): { initial: FlatState; states: Readon
 
 /**
  * The actor logic of a flat machine (after `.provide(...)`: its implementations are the ones called). Use it with
- * `createActor(logic, { parent, id })` exactly where the machine would go.
+ * `createActor(logic, { parent, id })` exactly where the machine would go, or in a FlatActor.
  */
 export function flatMachineLogic<TEvent extends EventObject, TOutput>(machine: AnyStateMachine): FlatMachineLogic<TEvent, TOutput> {
   const { initial, states, rootOutput } = compile(machine);

@@ -4,7 +4,6 @@
  * batch and cutover (until the cutover wait ends). One shared timer per window kind, never one per unit (DESIGN.md
  * "Known performance traps"); a unit's machine stays in `following` until this window sends FOLLOW_EXPIRED.
  */
-import type { Actor } from 'xstate';
 import type { NodeRef } from '../../stores/types';
 import type { PeerInfo, RuntimeMessage } from '../../transport/types';
 import type { Clock } from '../clock';
@@ -13,11 +12,11 @@ import { sameNode, type ObjectKey } from '../keys';
 import type { RuntimeLog } from '../logger';
 import type { Timing } from '../options';
 import type { Router } from '../router';
-import { telemetry } from '../telemetry';
+import { telemetry, unitKindAttributes } from '../telemetry';
 import type { UnitEvent } from './events';
 import { ExpiryQueue } from '../expiry-queue';
 import { relayBatchMessages } from './protocol';
-import type { SourceUnit, FollowWindow as UnitFollowWindow, UnitSourceLogic } from './source/unit';
+import type { SourceUnit, FollowWindow as UnitFollowWindow, SourceUnitActor } from './source/unit';
 
 /** §8: per-unit source stop target (S0→S1), a warning threshold only. */
 export const INTERRUPTION_TARGET_MS = 1000;
@@ -42,7 +41,7 @@ export interface FollowWindowPorts {
 
 interface FollowEntry {
   /** The unit's machine, in `following` until this entry expires (S4) or Shutdown cuts it (§14). */
-  readonly actor: Actor<UnitSourceLogic>;
+  readonly actor: SourceUnitActor;
   readonly unit: string;
   readonly keys: readonly ObjectKey[];
   readonly s1: number;
@@ -78,7 +77,7 @@ export class FollowWindow implements UnitFollowWindow {
       // One event per unit from this one shared timer: the unit machine leaves `following` (no per-unit `after`).
       entry.actor.send({ type: 'FOLLOW_EXPIRED' });
       // S4: the Message Follow route may be removed (source clock).
-      telemetry.routeConvergence(at - entry.s1, { unitKind: entry.kind });
+      telemetry.routeConvergence(at - entry.s1, unitKindAttributes(entry.kind));
       if (ports.unitEvents.active) ports.unitEvents.emit({ side: 'source', unit: entry.unit, kind: entry.kind, state: 'followEnded', point: 'S4', objects: entry.keys, at });
       ports.windowEnded();
     });
@@ -113,7 +112,7 @@ export class FollowWindow implements UnitFollowWindow {
   /** S1 reached: Message Follow and the retransmission copy start; Spots close with RelocationOut (§10.5). */
   onCutOver(unit: SourceUnit, relay: Envelope[]): void {
     const stopped = unit.s1 - unit.s0;
-    telemetry.sourceStop(stopped, { unitKind: unit.plan.kind });
+    telemetry.sourceStop(stopped, unitKindAttributes(unit.plan.kind));
     // §8: an observation-only target; exceeding it is a warning, never a failure, rollback or retry.
     // The first unit over it is logged in full, the rest are summed up once per operation (no log flood at 10k units).
     if (stopped > INTERRUPTION_TARGET_MS) {

@@ -1,9 +1,10 @@
 /**
  * The pool that owns the source unit actors of one Relocate (DESIGN.md measured traps, "Relocation at scale"): the
- * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit is created with
- * `createActor(logic, { parent: poolActor, id })`, `logic` being the unit-source machine run over its transition
- * table (runtime/flat-machine.ts: the same declaration and inspection events): a child of the invoked pool actor (an
- * inspector sees relocationSupervisor → pool → units; same system, clock and inspect observer), never in the
+ * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit's actor is a FlatActor
+ * (`new FlatActor(logic, { parent: poolActor, id })`, runtime/flat-actor.ts: an xstate ActorRef of the same system,
+ * without the ~1.3 KB per actor of xstate's `Actor` that a unit kept to S4), `logic` being the unit-source machine run
+ * over its transition table (runtime/flat-machine.ts: the same declaration and inspection events): a child of the
+ * invoked pool actor (an inspector sees relocationSupervisor → pool → units; same system and inspect observer), never in the
  * supervisor's snapshot `children`, so supervisor work per event does not grow with the unit count. A unit's machine
  * is created when its payload budget is granted and it is within the lookahead of the seal window, in inventory order
  * (§7); until then the unit waits, in flight, without an actor. Its driver (SourceUnit) is made when its turn comes
@@ -17,7 +18,8 @@
  * submit terminal, not S4), restored or not started. From then the pool holds nothing of it; a detached unit's machine
  * is held only by the coordinator's Message Follow expiry queue until S4 (or Shutdown, §14).
  */
-import { createActor, type AnyActorRef } from 'xstate';
+import type { AnyActorRef } from 'xstate';
+import { FlatActor } from '../../flat-actor';
 import type { PoolReport } from '../../../machines/relocation-supervisor.machine';
 import { DETACHED_STATES, type UnitSourceOutput } from '../../../machines/unit-source.machine';
 import type { NodeRef } from '../../../stores/types';
@@ -256,7 +258,7 @@ export class UnitPool implements UnitStarter {
     const run = this.run;
     if (!run || unit.actor) return;
     // Clock and inspect observer come from the parent's system.
-    const actor = createActor(this.coord.sourceLogic, { parent: run.parent, id: unit.plan.id });
+    const actor = new FlatActor(this.coord.sourceLogic, { parent: run.parent, id: unit.plan.id });
     unit.actor = actor;
     this.live.add(unit);
     run.unsealed++;

@@ -10,9 +10,9 @@
  * budget) and costs no actor: an actor per waiting unit was ~2.5 KB of heap each at 100k units (issue [6/10] RSS).
  * Every unit still exists and waits; no cap on concurrent units is set (§7).
  */
-import type { Actor } from 'xstate';
 import type { UnitSourceEvent, UnitSourceOutput } from '../../../machines/unit-source.machine';
 import type { FlatMachineLogic } from '../../flat-machine';
+import type { FlatActor } from '../../flat-actor';
 import type { NodeRef } from '../../../stores/types';
 import type { BudgetLease, RuntimeMessage } from '../../../transport/types';
 import type { SpotDefinition } from '../../definitions';
@@ -54,6 +54,8 @@ export interface UnitStarter {
  * ~10 instead of ~50 µs per unit, and a fraction of the garbage (issue [6/10]).
  */
 export type UnitSourceLogic = FlatMachineLogic<UnitSourceEvent, UnitSourceOutput>;
+/** A unit's actor: the unit-source machine over that table, in a FlatActor (runtime/flat-actor.ts). */
+export type SourceUnitActor = FlatActor<UnitSourceEvent, UnitSourceOutput>;
 
 /** Shared empty lists of units not sealed (never written: the seal makes the unit its own). */
 const NOTHING_HELD: Envelope[] = [];
@@ -61,7 +63,7 @@ const NOTHING_CAPTURED: WorkItem[] = [];
 
 export class SourceUnit {
   /** The unit's machine, once started (see the header). */
-  actor: Actor<UnitSourceLogic> | undefined;
+  actor: SourceUnitActor | undefined;
   /** The pool's count: the machine is started and has not left `waiting` yet (it holds a place in the lookahead). */
   aheadOfSeal = false;
   readonly objects: Hosted[];
