@@ -204,6 +204,33 @@ describe('Router', () => {
     expect(t.sent[1]!.message).toMatchObject({ id: 'r9', node: Q });
   });
 
+  test("this node's own message whose follow route names a node that is leaving re-reads the owner instead of coming back to the route", async () => {
+    const t = setup();
+    t.router.setFollow('a:x', Q);
+    t.router.onPeerLeaving(Q); // the node the object moved to announced its close within this node's window
+    t.owners.set('x', record(P)); // …after the object moved on to P
+    t.router.dispatch({ id: 'm1', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: SELF, seq: 1 } as Envelope);
+    await advance(t.clock, 50);
+    expect(t.msgsTo(P).map((e) => e.id)).toEqual(['m1']);
+    // The next message goes by the owner record too, not by the route to the node that left.
+    t.router.dispatch({ id: 'm2', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: SELF, seq: 2 } as Envelope);
+    await advance(t.clock, 50);
+    expect(t.msgsTo(P).map((e) => e.id)).toEqual(['m1', 'm2']);
+  });
+
+  test("this node's own message bounced by the node its follow route names re-reads the owner instead of going back there", async () => {
+    const t = setup();
+    t.router.setFollow('a:x', Q);
+    t.owners.set('x', record(P)); // the object moved on from Q to P, and Q's window ended
+    t.router.dispatch({ id: 'm1', to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: SELF, seq: 1 } as Envelope);
+    const [followed] = t.msgsTo(Q);
+    expect(followed?.id).toBe('m1');
+    t.router.onMessage(Q, { t: 'bounce', env: followed } as unknown as RuntimeMessage); // Q neither hosts nor follows it
+    await advance(t.clock, 50);
+    expect(t.msgsTo(P).map((e) => e.id)).toEqual(['m1']);
+    expect(t.msgsTo(Q).map((e) => e.id)).toEqual(['m1']); // once, not back and forth
+  });
+
   test('after S4 a stale-route message is redirected with the moved-to hint, never dropped in silence', () => {
     const t = setup();
     t.router.setFollow('a:x', Q);

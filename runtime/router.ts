@@ -706,6 +706,7 @@ export class Router {
    */
   private onBounce(from: NodeRef, message: BounceMessage): void {
     const env = message.env as Envelope;
+    this.dropFollowTo(env.to, from);
     if (env.seq === undefined || !sameNode(env.from, this.deps.self)) return this.reroute(env, from);
     const key = env.to;
     // A bounce always goes through the re-route (even while an order marker is out): the re-route counts the bounces
@@ -760,12 +761,25 @@ export class Router {
    */
   private reroute(env: Envelope, staleOwner: NodeRef): void {
     this.routes.delete(env.to);
+    this.dropFollowTo(env.to, staleOwner);
     const hops = (env.hops ?? 0) + 1;
     if (hops > MAX_HOPS) return this.terminal(env, { ok: false, kind: 'unavailable', error: `route of ${env.to} did not converge within ${MAX_HOPS} redirects` });
     const next = { ...env, hops };
     const queued = this.resolving.get(env.to);
     if (queued) return void queued.push(next);
     this.resolveQueue(env.to, [next], { owner: staleOwner, since: this.deps.clock.now() });
+  }
+
+  /**
+   * Our Message Follow route for `key` names `node`, which did not take a message for it: it turned it away (it
+   * neither hosts nor follows the object now: the object moved on and that node's window ended first, or a Shutdown
+   * cut it, §14), it announced its close, or it could not be reached. Kept, the route would take the re-routed
+   * message straight back there — the owner record is only read for objects with no route here — until MAX_HOPS
+   * ended it `unavailable` (the interleavings property test met all three under load). Without it the record is read.
+   */
+  private dropFollowTo(key: ObjectKey, node: NodeRef): void {
+    const follow = this.follows.get(key);
+    if (follow && sameNode(follow, node)) this.follows.delete(key);
   }
 
   /** §12: a message for an older ObjectGeneration. Requests end stale-generation; a one-way sender drops its route. */
