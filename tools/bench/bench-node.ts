@@ -78,6 +78,8 @@ export class BenchNode {
    * the owner-record reads and traffic reports that follow.
    */
   private readonly cpuSamples: number[] = [];
+  /** The kernel's part of those samples (system CPU ms), at the same times: syscalls, the loopback TCP path. */
+  private readonly cpuSystemSamples: number[] = [];
   /** (wall clock ms, RSS MiB) pairs, flat: every 100 ms from `watch` to `stats`, and on the source at Relocated. */
   private readonly rssSamples: number[] = [];
   /** How long this process's event loop was blocked during the move (a stall here delays every unit's reply). */
@@ -210,6 +212,7 @@ export class BenchNode {
     // Every 100 ms: at 20 ms the sampling itself took ~2.5% of the source's CPU during a 10k move (profiled), and
     // RSS grows over seconds, not within one interval.
     this.cpuSamples.length = 0;
+    this.cpuSystemSamples.length = 0;
     this.rssSamples.length = 0;
     this.sampleCpu();
     this.sampleRss();
@@ -263,7 +266,9 @@ export class BenchNode {
 
   private sampleCpu(): void {
     const cpu = process.cpuUsage(this.cpuBefore);
-    this.cpuSamples.push(Date.now(), (cpu.user + cpu.system) / 1000);
+    const at = Date.now();
+    this.cpuSamples.push(at, (cpu.user + cpu.system) / 1000);
+    this.cpuSystemSamples.push(at, cpu.system / 1000);
   }
 
   /** Source: Relocate, then read every owner record until all name the target (source clock for both). */
@@ -321,6 +326,7 @@ export class BenchNode {
     return {
       cpuMs: (cpu.user + cpu.system) / 1000,
       cpuSamples: this.cpuSamples,
+      cpuSystemSamples: this.cpuSystemSamples,
       loopDelayMs: loop ? { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } : undefined,
       gcPauses: this.gc,
       rssBeforeMB: this.rssBefore / 2 ** 20,

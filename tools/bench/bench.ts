@@ -144,6 +144,8 @@ interface UnitStats {
   cpuMs: number;
   /** (wall clock ms, CPU ms) pairs, flat, every 100 ms from `watch` to `stats` (bench-node.ts). */
   cpuSamples: number[];
+  /** The system (kernel) part of the same samples. */
+  cpuSystemSamples: number[];
   loopDelayMs?: { p99: number; max: number };
   gcPauses?: GcPauses;
   rssBeforeMB: number;
@@ -221,10 +223,13 @@ async function main(): Promise<void> {
     });
     await sleep(300);
     log(`relocating ${n} Actors (traffic ${rate} msg/s)`);
+    // The Redis server's CPU is part of the move's cost on a 2-core machine (it shares the cores with both hosts).
+    const redisCpu = stack === 'redis' ? sampleRedisCpu(redis) : undefined;
     const reloc = await source.call<{ outcome: number; reason: number; startedAt: number; relocatedMs: number; ownedMs: number; notOwned: number; selectedTarget?: string }>('relocate', {
       target: dst.nodeId,
     });
     log(`Relocate: outcome ${reloc.outcome} reason ${reloc.reason}, ${reloc.relocatedMs.toFixed(0)} ms; every owner record read on target at ${reloc.ownedMs.toFixed(0)} ms`);
+    const redisCpuSamples = (await redisCpu?.stop()) ?? [];
     await sleep(500);
     zt.stop();
     await sleep(1000);
@@ -328,6 +333,14 @@ async function main(): Promise<void> {
     const moveCpu = (s: UnitStats, end: number) => (Number.isFinite(end) ? cpuAt(s.cpuSamples, end) - cpuAt(s.cpuSamples, reloc.startedAt) : NaN);
     const sourceMoveCpuMs = moveCpu(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
     const targetMoveCpuMs = shared ? sourceMoveCpuMs : moveCpu(ts, lastCas);
+    // The kernel's share of that CPU (sockets: ws between the hosts, the Redis connection), over the same spans.
+    const moveSystemCpu = (s: UnitStats, end: number) =>
+      Number.isFinite(end) ? cpuAt(s.cpuSystemSamples, end) - cpuAt(s.cpuSystemSamples, reloc.startedAt) : NaN;
+    const sourceMoveSystemCpuMs = moveSystemCpu(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
+    const targetMoveSystemCpuMs = shared ? sourceMoveSystemCpuMs : moveSystemCpu(ts, lastCas);
+    // The Redis server's CPU (user + system, whole server) from Relocate until the last owner CAS.
+    const redisMoveCpuMs =
+      redisCpuSamples.length >= 4 && Number.isFinite(zlinkMs) ? cpuAt(redisCpuSamples, reloc.startedAt + zlinkMs) - cpuAt(redisCpuSamples, reloc.startedAt) : NaN;
     // Peak RSS of the move, over the same spans as its CPU: the owner-record reads after Relocated are the bench's
     // own check and allocate as much again (a 100k move's source heap went ~330 → ~400 MB during them, --trace-gc-nvp).
     const movePeak = (s: UnitStats, end: number) => (Number.isFinite(end) ? peakUntil(s.rssSamples, end) : s.rssPeakMB);
@@ -383,7 +396,16 @@ async function main(): Promise<void> {
           cutoverSubmitFailed: ss.submitFailed,
           targetUnitsDiscarded: ts.discarded,
           runtimeLog: { source: ss.runtimeLog, target: ts.runtimeLog },
-          cpuMs: { source: round(ss.cpuMs), target: round(ts.cpuMs), sourceMove: round(sourceMoveCpuMs), targetMove: round(targetMoveCpuMs), oneProcess: stack === 'memory' },
+          cpuMs: {
+            source: round(ss.cpuMs),
+            target: round(ts.cpuMs),
+            sourceMove: round(sourceMoveCpuMs),
+            targetMove: round(targetMoveCpuMs),
+            sourceMoveSystem: round(sourceMoveSystemCpuMs),
+            targetMoveSystem: round(targetMoveSystemCpuMs),
+            redisServerMove: round(redisMoveCpuMs),
+            oneProcess: stack === 'memory',
+          },
           eventLoopDelayMs: { source: ss.loopDelayMs, target: ts.loopDelayMs },
           gcPausesMs: { source: ss.gcPauses, target: ts.gcPauses },
           rss: {
@@ -428,6 +450,40 @@ async function main(): Promise<void> {
   }
 }
 
+function share(part: number, whole: number): string {
+  return Number.isFinite(part) && whole > 0 ? `${Math.round((100 * part) / whole)}%` : 'n/a';
+}
+
+/**
+ * The Redis server's CPU (INFO cpu: used_cpu_user + used_cpu_sys, whole server) every 100 ms, as (wall clock ms, CPU
+ * ms) pairs like the hosts' samples; `stop` takes a last sample. A failed read is skipped, not fatal: it is context.
+ */
+function sampleRedisCpu(redis: Redis): { stop(): Promise<number[]> } {
+  const samples: number[] = [];
+  const sample = async (): Promise<void> => {
+    try {
+      const info = await redis.info('cpu');
+      const used = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1]);
+      const ms = (used('used_cpu_user') + used('used_cpu_sys')) * 1000;
+      if (Number.isFinite(ms)) samples.push(Date.now(), ms);
+    } catch {
+      // context only
+    }
+  };
+  let pending = sample();
+  const timer = setInterval(() => {
+    pending = pending.then(sample);
+  }, 100);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await pending;
+      await sample();
+      return samples;
+    },
+  };
+}
+
 function log(message: string): void {
   console.error(`[bench ${new Date().toISOString().slice(11, 23)}] ${message}`);
 }
@@ -465,7 +521,18 @@ type Results = {
       targetResumeS2S3: { p99: number };
       casAfterS1: { units: number; p50: number; p99: number; max: number };
       fallbacksFromUnitEvents: number;
-      cpuMs: { source: number; target: number; sourceMove: number; targetMove: number; oneProcess: boolean };
+      cpuMs: {
+        source: number;
+        target: number;
+        sourceMove: number;
+        targetMove: number;
+        /** The kernel's part of sourceMove / targetMove. */
+        sourceMoveSystem: number;
+        targetMoveSystem: number;
+        /** The Redis server's CPU over the move (NaN on the memory stack). */
+        redisServerMove: number;
+        oneProcess: boolean;
+      };
       eventLoopDelayMs: { source?: { p99: number; max: number }; target?: { p99: number; max: number } };
       gcPausesMs: { source?: GcPauses; target?: GcPauses };
       rss: { sourceBeforeMB: number; sourcePeakMB: number; targetBeforeMB: number; targetPeakMB: number; sourcePeakWithReadsMB: number; targetPeakWithReadsMB: number; oneProcess: boolean };
@@ -517,6 +584,16 @@ function printTable(r: Results): void {
         ? `${z.cpuMs.sourceMove} ms (${round((z.cpuMs.sourceMove * 1000) / r.n)} µs/unit)`
         : `${z.cpuMs.sourceMove} / ${z.cpuMs.targetMove} ms  (${round((z.cpuMs.sourceMove * 1000) / r.n)} / ${round((z.cpuMs.targetMove * 1000) / r.n)} µs/unit; sampled every 100 ms)`,
     ],
+    [
+      'zlink',
+      z.cpuMs.oneProcess ? 'of which the kernel (system CPU)' : 'of which the kernel (system CPU), source / target',
+      z.cpuMs.oneProcess
+        ? `${z.cpuMs.sourceMoveSystem} ms (${share(z.cpuMs.sourceMoveSystem, z.cpuMs.sourceMove)})`
+        : `${z.cpuMs.sourceMoveSystem} / ${z.cpuMs.targetMoveSystem} ms  (${share(z.cpuMs.sourceMoveSystem, z.cpuMs.sourceMove)} / ${share(z.cpuMs.targetMoveSystem, z.cpuMs.targetMove)}; sockets cost more on some machines)`,
+    ],
+    ...(r.stack === 'redis'
+      ? [['zlink', 'Redis server CPU in the move', `${z.cpuMs.redisServerMove} ms  (whole server, user + system, → last owner CAS; it shares the cores with the hosts)`] as [string, string, string]]
+      : []),
     [
       'zlink',
       'event loop delay p99 / max, source | target',
