@@ -330,21 +330,19 @@ async function main(): Promise<void> {
     // CPU of the move alone: Relocate → Relocated on the source, → its last owner CAS on the target (one process on
     // the memory stack: to the later of the two). The totals above also hold the owner-record reads and reports.
     const relocatedAt = reloc.startedAt + reloc.relocatedMs;
-    const moveCpu = (s: UnitStats, end: number) => (Number.isFinite(end) ? cpuAt(s.cpuSamples, end) - cpuAt(s.cpuSamples, reloc.startedAt) : NaN);
-    const sourceMoveCpuMs = moveCpu(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
-    const targetMoveCpuMs = shared ? sourceMoveCpuMs : moveCpu(ts, lastCas);
-    // The kernel's share of that CPU (sockets: ws between the hosts, the Redis connection), over the same spans.
-    const moveSystemCpu = (s: UnitStats, end: number) =>
-      Number.isFinite(end) ? cpuAt(s.cpuSystemSamples, end) - cpuAt(s.cpuSystemSamples, reloc.startedAt) : NaN;
-    const sourceMoveSystemCpuMs = moveSystemCpu(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
-    const targetMoveSystemCpuMs = shared ? sourceMoveSystemCpuMs : moveSystemCpu(ts, lastCas);
+    const moveCpu = (samples: readonly number[], end: number) => (Number.isFinite(end) ? cpuAt(samples, end) - cpuAt(samples, reloc.startedAt) : NaN);
+    const sourceEnd = shared ? Math.max(relocatedAt, lastCas) : relocatedAt;
+    const sourceMoveCpuMs = moveCpu(ss.cpuSamples, sourceEnd);
+    const targetMoveCpuMs = shared ? sourceMoveCpuMs : moveCpu(ts.cpuSamples, lastCas);
+    // The kernel's part of that CPU (sockets: ws between the hosts, the Redis connection), over the same spans.
+    const sourceMoveSystemCpuMs = moveCpu(ss.cpuSystemSamples, sourceEnd);
+    const targetMoveSystemCpuMs = shared ? sourceMoveSystemCpuMs : moveCpu(ts.cpuSystemSamples, lastCas);
     // The Redis server's CPU (user + system, whole server) from Relocate until the last owner CAS.
-    const redisMoveCpuMs =
-      redisCpuSamples.length >= 4 && Number.isFinite(zlinkMs) ? cpuAt(redisCpuSamples, reloc.startedAt + zlinkMs) - cpuAt(redisCpuSamples, reloc.startedAt) : NaN;
+    const redisMoveCpuMs = moveCpu(redisCpuSamples, reloc.startedAt + zlinkMs);
     // Peak RSS of the move, over the same spans as its CPU: the owner-record reads after Relocated are the bench's
     // own check and allocate as much again (a 100k move's source heap went ~330 → ~400 MB during them, --trace-gc-nvp).
     const movePeak = (s: UnitStats, end: number) => (Number.isFinite(end) ? peakUntil(s.rssSamples, end) : s.rssPeakMB);
-    const sourceMovePeakMB = movePeak(ss, shared ? Math.max(relocatedAt, lastCas) : relocatedAt);
+    const sourceMovePeakMB = movePeak(ss, sourceEnd);
     const targetMovePeakMB = shared ? sourceMovePeakMB : movePeak(ts, lastCas);
     const peakRssGrowthMB = Math.max(sourceMovePeakMB - rss[0]!.rssMB, targetMovePeakMB - rss[1]!.rssMB);
     const cutoverTimeouts = shared ? ts.cutoverTimeoutCounter : ss.cutoverTimeoutCounter + ts.cutoverTimeoutCounter;
@@ -474,6 +472,7 @@ function sampleRedisCpu(redis: Redis): { stop(): Promise<number[]> } {
   const timer = setInterval(() => {
     pending = pending.then(sample);
   }, 100);
+  timer.unref(); // a Relocate call that throws must not leave the bench running
   return {
     async stop() {
       clearInterval(timer);
@@ -529,7 +528,7 @@ type Results = {
         /** The kernel's part of sourceMove / targetMove. */
         sourceMoveSystem: number;
         targetMoveSystem: number;
-        /** The Redis server's CPU over the move (NaN on the memory stack). */
+        /** The Redis server's CPU over the move (null in results.json on the memory stack). */
         redisServerMove: number;
         oneProcess: boolean;
       };
