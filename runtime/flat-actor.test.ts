@@ -101,7 +101,19 @@ describe('FlatActor behaves as xstate Actor where the machine paths do not reach
 
   test('it needs the parent system of xstate 5: a parent without its internals is refused by name', () => {
     const parent = { id: 'p', system: {} } as unknown as AnyActorRef;
-    expect(() => new FlatActor(flatMachineLogic(unitSourceMachine) as FlatMachineLogic<{ type: string }, unknown>, { parent, id: 'u1' })).toThrow(/_register, _relay, _sendInspectionEvent, _bookId/);
+    expect(() => new FlatActor(flatMachineLogic(unitSourceMachine) as FlatMachineLogic<{ type: string }, unknown>, { parent, id: 'u1' })).toThrow(/_relay, _sendInspectionEvent, _bookId/);
+  });
+
+  test('a flat actor runs to its end without writing the system\'s session registry (write-only in xstate 5)', () => {
+    const { actor } = make('flat', {});
+    const system = (actor as unknown as AnyActorRef).system as unknown as { _register: (...a: unknown[]) => unknown; _unregister: (...a: unknown[]) => unknown };
+    const register = jest.spyOn(system, '_register');
+    const unregister = jest.spyOn(system, '_unregister');
+    actor.start();
+    for (const type of ['SAFE_POINT', 'RELAY_READY', 'FOLLOW_EXPIRED']) actor.send({ type });
+    expect(actor.getSnapshot().status).toBe('done');
+    expect(register).not.toHaveBeenCalled();
+    expect(unregister).not.toHaveBeenCalled();
   });
 
   test('each actor gets its own sessionId from the system, as xstate actors do', () => {

@@ -1,9 +1,10 @@
 /**
  * The actor a flat machine runs in when actors of it exist by the hundred thousand: the relocation source's one
  * machine per unit, alive from its turn to S4 (issue [6/10]). It is an xstate `ActorRef` of the parent's system —
- * registered there, a child of its parent, and sending the inspection events xstate's `Actor` sends in the same order
- * (`@xstate.actor`, `@xstate.event`, `@xstate.action`, `@xstate.microstep` from the logic, `@xstate.snapshot`) — so
- * an inspector and the model-based tests see it as they see any machine actor, and its done event reaches the parent.
+ * a child of its parent, with a session id booked there, and sending the inspection events xstate's `Actor` sends in the
+ * same order (`@xstate.actor`, `@xstate.event`, `@xstate.action`, `@xstate.microstep` from the logic,
+ * `@xstate.snapshot`) — so an inspector and the model-based tests see it as they see any machine actor, and its done
+ * event reaches the parent.
  *
  * Why not xstate's `Actor`: each one carries a mailbox, an observer Set, a listener Map, a copy of its options and
  * four closures of its scope, ~1.3 KB that lives as long as the unit (to S4) and so is copied by two scavenges and
@@ -18,11 +19,14 @@
 import { toObserver, type AnyActorRef, type EventObject, type InspectionEvent, type Observer, type Subscription } from 'xstate';
 import type { FlatMachineLogic, FlatSnapshot } from './flat-machine';
 
-/** The parts of xstate's actor system every actor uses and the public type does not declare (xstate 5.x). */
+/**
+ * The parts of xstate's actor system every actor uses and the public type does not declare (xstate 5.x). Not
+ * `_register` / `_unregister`: in xstate 5 they only write a map of session ids that nothing reads (`system.get` reads
+ * the systemId map, which a flat actor never enters), and at 100k units that map's inserts were 3% of the source's
+ * CPU in the move (`npm run bench -- --n 100000` profile, 2026-12-05) and its entries lived as long as the units.
+ */
 interface SystemInternals {
   _bookId(): string;
-  _register(sessionId: string, actor: unknown): string;
-  _unregister(actor: unknown): void;
   _relay(source: AnyActorRef | undefined, target: AnyActorRef, event: EventObject): void;
   /** Takes any inspection event without its rootId (the system adds it). */
   _sendInspectionEvent(event: { readonly type: InspectionEvent['type']; readonly actorRef: unknown } & Record<string, unknown>): void;
@@ -68,8 +72,8 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
 
   constructor(logic: FlatMachineLogic<TEvent, TOutput>, options: { readonly parent: AnyActorRef; readonly id: string }) {
     const system = options.parent.system as unknown as Partial<SystemInternals>;
-    if (typeof system._register !== 'function' || typeof system._relay !== 'function' || typeof system._sendInspectionEvent !== 'function' || typeof system._bookId !== 'function')
-      throw new Error(`FlatActor(${options.id}): the parent's actor system lacks the internals of xstate 5 (_register, _relay, _sendInspectionEvent, _bookId)`);
+    if (typeof system._relay !== 'function' || typeof system._sendInspectionEvent !== 'function' || typeof system._bookId !== 'function')
+      throw new Error(`FlatActor(${options.id}): the parent's actor system lacks the internals of xstate 5 (_relay, _sendInspectionEvent, _bookId)`);
     this.system = system as SystemInternals;
     this.logic = logic;
     this._parent = options.parent;
@@ -135,7 +139,6 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
 
   start(): this {
     if (this._processingStatus === RUNNING) return this;
-    this.system._register(this.sessionId, this);
     this._processingStatus = RUNNING;
     const init = { type: 'xstate.init', input: undefined };
     this.system._sendInspectionEvent({ type: '@xstate.event', sourceRef: this._parent, actorRef: this as never, event: init });
@@ -274,7 +277,6 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
     // No delayed events to cancel: flat logic refuses `after`, and nothing here schedules on the system.
     this.queue = undefined;
     this._processingStatus = STOPPED;
-    this.system._unregister(this);
   }
 
   /** The parent stops a child (xstate: `stopChild`); a child is never stopped directly. */
