@@ -21,9 +21,10 @@ import type { FlatMachineLogic, FlatSnapshot } from './flat-machine';
 
 /**
  * The parts of xstate's actor system every actor uses and the public type does not declare (xstate 5.x). Not
- * `_register` / `_unregister`: in xstate 5 they only write a map of session ids that nothing reads (`system.get` reads
- * the systemId map, which a flat actor never enters), and at 100k units that map's inserts were 3% of the source's
- * CPU in the move (`npm run bench -- --n 100000` profile, 2026-12-05) and its entries lived as long as the units.
+ * `_register` / `_unregister`: in xstate 5 (5.33) they only write a map of session ids that nothing reads (`system.get`
+ * reads the systemId map, which a flat actor never enters), and at 100k units that map's inserts were 3% of the
+ * source's CPU in the move (`npm run bench -- --n 100000` profile, 2026-12-05) and its entries lived as long as the
+ * units. Should a later xstate read that map, a flat actor must register again.
  */
 interface SystemInternals {
   _bookId(): string;
