@@ -308,6 +308,29 @@ test('an ended unit is kept as a small record: resent prepare and payload are an
   await t.close();
 });
 
+test('the finished window: units in flight are listed until they end, the ended record answers until the window ends, then is dropped', async () => {
+  const t = setup();
+  t.prepare('a', 'b');
+  expect([...t.inbound.inFlightUnits()].map((u) => u.id)).toEqual(['u-a', 'u-b']);
+  await t.parcel('a', 'b');
+  t.cutover('a', []);
+  t.cutover('b', []);
+  await settle();
+  expect(t.inbound.inFlight).toBe(0);
+  expect([...t.inbound.inFlightUnits()]).toEqual([]);
+  const replies = t.replies.length;
+  await t.parcel('a'); // within the finished window: relay-ready again, nothing restored twice
+  expect(t.replies.slice(replies)).toEqual(['ready u-a']);
+  t.clock.increment(Math.max(2 * CUTOVER_WAIT_MS, 5000) + 1); // the finished window (inbound.ts) ends
+  await t.parcel('b');
+  expect(t.replies.at(-1)).toBe('fail u-b: no prepared unit on the target');
+  // A resent prepare is no longer answered from the record: it is taken as new, and refused, its object being here now.
+  t.prepare('a');
+  expect(t.replies.at(-1)).toBe('fail u-a: object a:a already exists on the target');
+  expect([...t.inbound.inFlightUnits()]).toEqual([]);
+  await t.close();
+});
+
 test('unit events: one per unit and step, relay-ready without a point, S2 with fellBack, S3 after it', async () => {
   const events: UnitEvent[] = [];
   const t = setup({ events });
