@@ -16,7 +16,8 @@
  *      is the measurement's cost, not the move's (source clock for both); S0→S1 per
  *      unit (source clock), S2→S3 per unit (target clock), peak RSS of source and target in the move (to Relocated
  *      on the source, to its last owner CAS on the target, like the CPU of the move; the peak with the record reads
- *      after it is printed apart), messages lost /
+ *      after it is printed apart), the CPU in the move of each host, the Redis server, this process (the traffic
+ *      host) and the whole machine (busy share of all its CPUs: near 100% means the move waits for CPU), messages lost /
  *      duplicated / reordered (each Actor reports the sequence numbers it saw), cutover-wait fallbacks, and the
  *      target's CAS (S2) relative to the source's S1 per unit — a cross-process difference the spec forbids for
  *      metrics (§8); here both processes read the same machine's wall clock (Date.now()), so a benchmark may
@@ -223,13 +224,14 @@ async function main(): Promise<void> {
     });
     await sleep(300);
     log(`relocating ${n} Actors (traffic ${rate} msg/s)`);
-    // The Redis server's CPU is part of the move's cost on a 2-core machine (it shares the cores with both hosts).
-    const redisCpu = stack === 'redis' ? sampleRedisCpu(redis) : undefined;
+    // The Redis server's CPU is part of the move's cost on a 2-core machine (it shares the cores with both hosts), and
+    // so are this process (the traffic host) and whatever else runs: the machine's busy time says how full it was.
+    const moveCpu = sampleMoveCpu(stack === 'redis' ? redis : undefined);
     const reloc = await source.call<{ outcome: number; reason: number; startedAt: number; relocatedMs: number; ownedMs: number; notOwned: number; selectedTarget?: string }>('relocate', {
       target: dst.nodeId,
     });
     log(`Relocate: outcome ${reloc.outcome} reason ${reloc.reason}, ${reloc.relocatedMs.toFixed(0)} ms; every owner record read on target at ${reloc.ownedMs.toFixed(0)} ms`);
-    const redisCpuSamples = (await redisCpu?.stop()) ?? [];
+    const moveCpuSamples = await moveCpu.stop();
     await sleep(500);
     zt.stop();
     await sleep(1000);
@@ -330,15 +332,18 @@ async function main(): Promise<void> {
     // CPU of the move alone: Relocate → Relocated on the source, → its last owner CAS on the target (one process on
     // the memory stack: to the later of the two). The totals above also hold the owner-record reads and reports.
     const relocatedAt = reloc.startedAt + reloc.relocatedMs;
-    const moveCpu = (samples: readonly number[], end: number) => (Number.isFinite(end) ? cpuAt(samples, end) - cpuAt(samples, reloc.startedAt) : NaN);
+    const cpuIn = (samples: readonly number[], end: number) => (Number.isFinite(end) ? cpuAt(samples, end) - cpuAt(samples, reloc.startedAt) : NaN);
     const sourceEnd = shared ? Math.max(relocatedAt, lastCas) : relocatedAt;
-    const sourceMoveCpuMs = moveCpu(ss.cpuSamples, sourceEnd);
-    const targetMoveCpuMs = shared ? sourceMoveCpuMs : moveCpu(ts.cpuSamples, lastCas);
+    const sourceMoveCpuMs = cpuIn(ss.cpuSamples, sourceEnd);
+    const targetMoveCpuMs = shared ? sourceMoveCpuMs : cpuIn(ts.cpuSamples, lastCas);
     // The kernel's part of that CPU (sockets: ws between the hosts, the Redis connection), over the same spans.
-    const sourceMoveSystemCpuMs = moveCpu(ss.cpuSystemSamples, sourceEnd);
-    const targetMoveSystemCpuMs = shared ? sourceMoveSystemCpuMs : moveCpu(ts.cpuSystemSamples, lastCas);
-    // The Redis server's CPU (user + system, whole server) from Relocate until the last owner CAS.
-    const redisMoveCpuMs = moveCpu(redisCpuSamples, reloc.startedAt + zlinkMs);
+    const sourceMoveSystemCpuMs = cpuIn(ss.cpuSystemSamples, sourceEnd);
+    const targetMoveSystemCpuMs = shared ? sourceMoveSystemCpuMs : cpuIn(ts.cpuSystemSamples, lastCas);
+    // The Redis server's CPU (user + system, whole server), this process's and the machine's busy time, from Relocate
+    // until the last owner CAS.
+    const redisMoveCpuMs = cpuIn(moveCpuSamples.redis, reloc.startedAt + zlinkMs);
+    const trafficHostMoveCpuMs = cpuIn(moveCpuSamples.self, reloc.startedAt + zlinkMs);
+    const machineBusyMoveMs = cpuIn(moveCpuSamples.machine, reloc.startedAt + zlinkMs);
     // Peak RSS of the move, over the same spans as its CPU: the owner-record reads after Relocated are the bench's
     // own check and allocate as much again (a 100k move's source heap went ~330 → ~400 MB during them, --trace-gc-nvp).
     const movePeak = (s: UnitStats, end: number) => (Number.isFinite(end) ? peakUntil(s.rssSamples, end) : s.rssPeakMB);
@@ -402,6 +407,8 @@ async function main(): Promise<void> {
             sourceMoveSystem: round(sourceMoveSystemCpuMs),
             targetMoveSystem: round(targetMoveSystemCpuMs),
             redisServerMove: round(redisMoveCpuMs),
+            trafficHostMove: round(trafficHostMoveCpuMs),
+            machineBusyMove: round(machineBusyMoveMs),
             oneProcess: stack === 'memory',
           },
           eventLoopDelayMs: { source: ss.loopDelayMs, target: ts.loopDelayMs },
@@ -452,18 +459,34 @@ function share(part: number, whole: number): string {
   return Number.isFinite(part) && whole > 0 ? `${Math.round((100 * part) / whole)}%` : 'n/a';
 }
 
+interface MoveCpuSamples {
+  /** The Redis server's CPU (INFO cpu: used_cpu_user + used_cpu_sys, whole server); empty without Redis. */
+  readonly redis: number[];
+  /** This process's CPU (user + system). */
+  readonly self: number[];
+  /** Busy time summed over every CPU of the machine (os.cpus(): user + nice + sys + irq). */
+  readonly machine: number[];
+}
+
 /**
- * The Redis server's CPU (INFO cpu: used_cpu_user + used_cpu_sys, whole server) every 100 ms, as (wall clock ms, CPU
- * ms) pairs like the hosts' samples; `stop` takes a last sample. A failed read is skipped, not fatal: it is context.
+ * CPU around the move every 100 ms, each as (wall clock ms, CPU ms) pairs like the hosts' samples; `stop` takes a
+ * last sample. A failed Redis read is skipped, not fatal: it is context.
  */
-function sampleRedisCpu(redis: Redis): { stop(): Promise<number[]> } {
-  const samples: number[] = [];
+function sampleMoveCpu(redis: Redis | undefined): { stop(): Promise<MoveCpuSamples> } {
+  const samples: MoveCpuSamples = { redis: [], self: [], machine: [] };
   const sample = async (): Promise<void> => {
+    const now = Date.now();
+    const own = process.cpuUsage();
+    samples.self.push(now, (own.user + own.system) / 1000);
+    let busy = 0;
+    for (const { times } of cpus()) busy += times.user + times.nice + times.sys + times.irq;
+    samples.machine.push(now, busy);
+    if (!redis) return;
     try {
       const info = await redis.info('cpu');
       const used = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1]);
       const ms = (used('used_cpu_user') + used('used_cpu_sys')) * 1000;
-      if (Number.isFinite(ms)) samples.push(Date.now(), ms);
+      if (Number.isFinite(ms)) samples.redis.push(Date.now(), ms);
     } catch {
       // context only
     }
@@ -530,6 +553,10 @@ type Results = {
         targetMoveSystem: number;
         /** The Redis server's CPU over the move (null in results.json on the memory stack). */
         redisServerMove: number;
+        /** This process's CPU over the move: the traffic host (on the memory stack, every host). */
+        trafficHostMove: number;
+        /** Busy time of all the machine's CPUs over the move (every process and the kernel; os.cpus()). */
+        machineBusyMove: number;
         oneProcess: boolean;
       };
       eventLoopDelayMs: { source?: { p99: number; max: number }; target?: { p99: number; max: number } };
@@ -591,8 +618,16 @@ function printTable(r: Results): void {
         : `${z.cpuMs.sourceMoveSystem} / ${z.cpuMs.targetMoveSystem} ms  (${share(z.cpuMs.sourceMoveSystem, z.cpuMs.sourceMove)} / ${share(z.cpuMs.targetMoveSystem, z.cpuMs.targetMove)}; sockets cost more on some machines)`,
     ],
     ...(r.stack === 'redis'
-      ? [['zlink', 'Redis server CPU in the move', `${z.cpuMs.redisServerMove} ms  (whole server, user + system, → last owner CAS; it shares the cores with the hosts)`] as [string, string, string]]
+      ? [
+          ['zlink', 'Redis server CPU in the move', `${z.cpuMs.redisServerMove} ms  (whole server, user + system, → last owner CAS; it shares the cores with the hosts)`] as [string, string, string],
+          ['zlink', 'traffic host CPU in the move (this process)', `${z.cpuMs.trafficHostMove} ms  (its sends, their owner lookups, the Redis CPU sampling)`] as [string, string, string],
+        ]
       : []),
+    [
+      'zlink',
+      'machine busy in the move (all CPUs, every process)',
+      `${z.cpuMs.machineBusyMove} ms of ${round(r.details.machine.cpus * r.zlinkMs, 0)} (${share(z.cpuMs.machineBusyMove, r.details.machine.cpus * r.zlinkMs)}; near 100%: the move waits for CPU, not for I/O)`,
+    ],
     [
       'zlink',
       'event loop delay p99 / max, source | target',
