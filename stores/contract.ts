@@ -126,6 +126,87 @@ export function describeStoreContract(name: string, makeHarness: () => StoreHarn
         });
       });
 
+      describe('commitOwners (a relocation target commit)', () => {
+        const entry = (id: string, expectedAuthorityGeneration = 1, objectGeneration = 1) => ({ object: actor(id), expectedAuthorityGeneration, objectGeneration });
+
+        test('every entry goes to the owner at its generation + 1; a stale or missing one answers alone, in order', async () => {
+          const ids = Array.from({ length: 130 }, (_, i) => unique(`commit${i}`));
+          await Promise.all(ids.filter((_, i) => i % 10 !== 9).map((id) => claimActor(id)));
+          const results = await location.commitOwners({ opId: op(), owner: nodeB, entries: ids.map((id, i) => entry(id, i % 4 === 0 ? 7 : 1)) });
+          expect(results).toHaveLength(ids.length);
+          results.forEach((result, i) => {
+            if (i % 10 === 9) return expect(result).toEqual({ status: 'missing' });
+            if (i % 4 === 0) return expect(result).toMatchObject({ status: 'conflict', record: { id: ids[i], owner: nodeA, authorityGeneration: 1 } });
+            expect(result).toEqual({ status: 'applied', record: { kind: 'actor', id: ids[i], type: 'Counter', owner: nodeB, objectGeneration: 1, authorityGeneration: 2 } });
+          });
+          const records = await location.getMany(ids.map(actor));
+          records.forEach((record, i) => (i % 10 === 9 ? expect(record).toBeUndefined() : expect(record).toEqual(results[i]!.record)));
+        });
+
+        test('a replayed opId answers the recorded results and writes nothing', async () => {
+          const ids = [unique('creplay'), unique('creplay')];
+          await Promise.all(ids.map((id) => claimActor(id)));
+          const request = { opId: op(), owner: nodeB, entries: ids.map((id) => entry(id)) };
+          const first = await location.commitOwners(request);
+          await location.cas({ object: actor(ids[0]!), opId: op(), expectedAuthorityGeneration: 2, owner: nodeA });
+          expect(await location.commitOwners(request)).toEqual(first);
+          expect((await location.getMany(ids.map(actor))).map((r) => [r?.owner, r?.authorityGeneration])).toEqual([
+            [nodeA, 3],
+            [nodeB, 2],
+          ]);
+        });
+
+        test("an entry this owner committed before (a retry under a new opId) answers applied and writes nothing; anyone else's change is a conflict", async () => {
+          const [mine, other, recreated] = [unique('cretry'), unique('cretry'), unique('cretry')];
+          await Promise.all([mine, other, recreated].map((id) => claimActor(id)));
+          const committed = await location.commitOwners({ opId: op(), owner: nodeB, entries: [entry(mine)] });
+          await location.cas({ object: actor(other), opId: op(), expectedAuthorityGeneration: 1, owner: { ...nodeB, lifecycleGeneration: 4 } });
+          const removed = await location.remove({ object: actor(recreated), opId: op(), expectedAuthorityGeneration: 1 });
+          expect(removed.status).toBe('applied');
+          await claimActor(recreated, nodeB); // objectGeneration 2 at authority 3: names nodeB at 2 + 1, but a new object
+          const retry = await location.commitOwners({ opId: op(), owner: nodeB, entries: [entry(mine), entry(other), entry(recreated, 2, 1)] });
+          expect(retry[0]).toEqual(committed[0]);
+          expect(retry[1]).toMatchObject({ status: 'conflict', record: { owner: { ...nodeB, lifecycleGeneration: 4 }, authorityGeneration: 2 } });
+          expect(retry[2]).toMatchObject({ status: 'conflict', record: { owner: nodeB, objectGeneration: 2, authorityGeneration: 3 } });
+          expect((await location.get(actor(mine)))?.authorityGeneration).toBe(2);
+        });
+
+        test('membership stays: a PerActor member, a SpotWide member (its record beside its Spot) and a Spot record', async () => {
+          const [perActor, spotWide, room] = [unique('cmember'), unique('cmember'), unique('croom')];
+          await claimActor(perActor, nodeA, { spot: room, spotWide: false });
+          await claimActor(spotWide, nodeA, { spot: room, spotWide: true });
+          await location.claim({ object: spot(room), type: 'Room', owner: nodeA, opId: op() });
+          const results = await location.commitOwners({
+            opId: op(),
+            owner: nodeB,
+            entries: [entry(perActor), entry(spotWide), { object: spot(room), expectedAuthorityGeneration: 1, objectGeneration: 1 }],
+          });
+          expect(results.map((r) => r.status)).toEqual(['applied', 'applied', 'applied']);
+          expect(results[0]!.record).toMatchObject({ owner: nodeB, spot: room, authorityGeneration: 2 });
+          expect(results[0]!.record?.spotWide).toBeUndefined();
+          expect(results[1]!.record).toMatchObject({ owner: nodeB, spot: room, spotWide: true, authorityGeneration: 2 });
+          expect(results[2]!.record).toMatchObject({ kind: 'spot', owner: nodeB, authorityGeneration: 2 });
+          expect(await location.getMany([actor(perActor), actor(spotWide), spot(room)])).toEqual(results.map((r) => r.record));
+        });
+
+        test('bad input is a TypeError naming the field, and nothing is written', async () => {
+          const id = unique('cbad');
+          await claimActor(id);
+          await expect(location.commitOwners({ opId: op(), owner: nodeB, entries: [] })).rejects.toThrow(/commitOwners: field 'entries'/);
+          await expect(location.commitOwners({ opId: op(), owner: nodeB, entries: [entry(id), entry(id, 1.5)] })).rejects.toThrow(
+            /entries\.1\.expectedAuthorityGeneration/,
+          );
+          await expect(location.commitOwners({ opId: op(), owner: nodeB, entries: [{ ...entry(id), objectGeneration: -1 }] })).rejects.toThrow(
+            /entries\.0\.objectGeneration/,
+          );
+          await expect(location.commitOwners({ opId: '', owner: nodeB, entries: [entry(id)] })).rejects.toThrow(/opId/);
+          await expect(location.commitOwners({ opId: op(), owner: { nodeId: '', lifecycleGeneration: 1 }, entries: [entry(id)] })).rejects.toThrow(
+            /owner\.nodeId/,
+          );
+          expect(await location.get(actor(id))).toMatchObject({ owner: nodeA, authorityGeneration: 1 });
+        });
+      });
+
       test('getMany over more records than one read command takes: each in its place, a missing one undefined', async () => {
         const ids = Array.from({ length: 2500 }, (_, i) => unique(`read${i}`));
         const present = (i: number) => i % 7 !== 3;

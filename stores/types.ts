@@ -56,6 +56,28 @@ export interface CasRequest {
   readonly spotWide?: boolean;
 }
 
+/** One object of a relocation commit (OwnerCommitRequest). */
+export interface OwnerCommitEntry {
+  readonly object: ObjectId;
+  /** The authority generation the committing node restored the object at; the record goes to this + 1. */
+  readonly expectedAuthorityGeneration: number;
+  /** The ObjectGeneration the committing node restored: with the generation and owner, it names this change alone. */
+  readonly objectGeneration: number;
+}
+
+/**
+ * A relocation target's owner commit (§13): every entry's record goes from its expected authority generation to
+ * `owner` (generation + 1), in one guarded write per call (per hash slot on a cluster) whose results are recorded under
+ * `opId` — not one op record per object. An entry whose record already names `owner` at expected + 1 with the same
+ * ObjectGeneration was committed before (a retry of a commit whose reply was lost): it answers `applied` again and
+ * writes nothing. A replay of the same opId with the same entries answers the recorded results.
+ */
+export interface OwnerCommitRequest {
+  readonly opId: string;
+  readonly owner: NodeRef;
+  readonly entries: readonly OwnerCommitEntry[];
+}
+
 export type CasStatus = 'applied' | 'conflict' | 'missing';
 export interface CasResult {
   readonly status: CasStatus;
@@ -119,6 +141,8 @@ export interface LocationStore {
   cas(request: CasRequest): Promise<CasResult>;
   /** Many independent CASes in one round trip (one script call per hash slot); one result per request, in order. */
   casMany(requests: readonly CasRequest[]): Promise<CasResult[]>;
+  /** A relocation target's owner commit (see OwnerCommitRequest); one result per entry, in order. */
+  commitOwners(request: OwnerCommitRequest): Promise<CasResult[]>;
   /** Removes the record only when the caller still holds its authority (§14 cleanup step 2). */
   remove(request: RemoveRequest): Promise<CasResult>;
   /** Writes the relocation target list as pages (<= 1,024 entries, <= 1 MiB each) plus a header. */

@@ -74,6 +74,40 @@ function isPlainCas(v: unknown): v is z.infer<typeof casSchema> {
 
 export const removeSchema = z.object({ object: objectIdSchema, opId, expectedAuthorityGeneration: generation }).strict();
 
+export const ownerCommitSchema = z
+  .object({
+    opId,
+    owner: nodeRefSchema,
+    entries: z.array(z.object({ object: objectIdSchema, expectedAuthorityGeneration: generation, objectGeneration: generation }).strict()).min(1),
+  })
+  .strict();
+
+/**
+ * An owner commit checked without zod when every field has the shape the runtime sends (a relocation commits 100k
+ * objects in ~1,600 calls); anything else goes through `ownerCommitSchema`, so a bad request gets the schema's error.
+ */
+export function parseOwnerCommit(value: unknown, what: string): z.infer<typeof ownerCommitSchema> {
+  return isPlainCommit(value) ? value : parse(ownerCommitSchema, value, what);
+}
+
+function isPlainCommit(v: unknown): v is z.infer<typeof ownerCommitSchema> {
+  if (typeof v !== 'object' || v === null || !hasOnly(v, ['opId', 'owner', 'entries'])) return false;
+  const r = v as Record<string, unknown>;
+  if (typeof r.opId !== 'string' || r.opId.length < 1 || r.opId.length > 256) return false;
+  const n = r.owner as Record<string, unknown> | null;
+  if (typeof n !== 'object' || n === null || !hasOnly(n, ['nodeId', 'lifecycleGeneration']) || !isId(n.nodeId) || !isGeneration(n.lifecycleGeneration)) return false;
+  const entries = r.entries;
+  if (!Array.isArray(entries) || entries.length === 0) return false;
+  for (const e of entries as unknown[]) {
+    if (typeof e !== 'object' || e === null || !hasOnly(e, ['object', 'expectedAuthorityGeneration', 'objectGeneration'])) return false;
+    const x = e as Record<string, unknown>;
+    const o = x.object as Record<string, unknown> | null;
+    if (typeof o !== 'object' || o === null || !hasOnly(o, ['kind', 'id']) || (o.kind !== 'actor' && o.kind !== 'spot') || !isId(o.id)) return false;
+    if (!isGeneration(x.expectedAuthorityGeneration) || !isGeneration(x.objectGeneration)) return false;
+  }
+  return true;
+}
+
 /** §10.3: a non-zero 128-bit id as 32 hex digits. */
 const relocationId = z
   .string()

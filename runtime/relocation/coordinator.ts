@@ -37,7 +37,7 @@ import type { OutboundPorts, RelocationHost } from './ports';
 import type { SourceUnit, UnitSourceLogic } from './source/unit';
 import { selectTarget, type SelectionResult } from './target-selection';
 import { Inbound } from './target/inbound';
-import { CasBatcher } from './cas-batcher';
+import { OwnerCommitBatcher } from './owner-commit-batcher';
 import { ParcelSender } from './source/parcel-sender';
 import { PrepareAssembly } from './prepare-assembly';
 import { UnitPool } from './source/pool';
@@ -81,8 +81,8 @@ export class RelocationCoordinator {
   readonly parcels = new ParcelSender(() => this.host.transport);
   /** Per-unit control messages (`r.prepare`, `r.prepared`, `r.ready`), one message per peer and kind per tick (same section). */
   readonly control = new ControlBatcher(() => this.host.transport);
-  /** Target-side owner CASes, coalesced per tick (DESIGN "Relocation at scale"). */
-  readonly casBatcher: CasBatcher;
+  /** Target-side owner commits, coalesced per tick (DESIGN "Relocation at scale"). */
+  readonly ownerCommits: OwnerCommitBatcher;
   private lastInventory: RelocationDiagnostics['lastInventory'];
   closed = false;
   /** §13 last paragraph: a descriptor rollback that could not be confirmed ends in ForceStopped/TeardownFailed. */
@@ -94,7 +94,7 @@ export class RelocationCoordinator {
   readonly outbound: OutboundPorts;
 
   constructor(readonly host: RelocationHost) {
-    this.casBatcher = new CasBatcher(host.stores.location);
+    this.ownerCommits = new OwnerCommitBatcher(host.stores.location, () => host.self);
     const timing = host.options.timing;
     this.window = new FollowWindow({
       clock: host.clock,
@@ -140,7 +140,7 @@ export class RelocationCoordinator {
       objects: host.objects,
       routes: host.router,
       location: host.stores.location,
-      owners: this.casBatcher,
+      owners: this.ownerCommits,
       replies: {
         prepared: (source, u) => this.control.prepared(source, u),
         ready: (source, u) => this.control.ready(source, u),

@@ -12,7 +12,7 @@ import type { Router } from '../router';
 import type { LocationStore, NodeDescriptor, NodeRef, OwnerLease, Stores } from '../../stores/types';
 import type { FrameworkRuntimeState, RelocationReason, RuntimeStatus, TerminationResult } from '../../vocabulary';
 import type { BudgetLease, RuntimeMessage, Transport } from '../../transport/types';
-import type { CasBatcher } from './cas-batcher';
+import type { OwnerCommitBatcher } from './owner-commit-batcher';
 import type { ControlBatcher } from './control-batcher';
 import type { UnitEvent } from './events';
 import type { UnitPlan } from './inventory';
@@ -31,10 +31,10 @@ export interface InboundPorts {
   readonly objects: Pick<ObjectServer, 'size' | 'newLane' | 'newHosted' | 'definition' | 'adopt' | 'get' | 'deliver' | 'values' | 'runReadyCompleted' | 'restoreExtensions'>;
   /** Routing: temporary work goes back to it (abandon), ends through it (discard), and owner caches are dropped. */
   readonly routes: Pick<Router, 'dispatch' | 'invalidate' | 'terminal'>;
-  /** SpotWide aggregate commit (§10.3); single-record CASes go through `owners`. */
+  /** SpotWide aggregate commit (§10.3); single-record owner commits go through `owners`. */
   readonly location: Pick<LocationStore, 'stageAggregate' | 'commitAggregate' | 'discardAggregate'>;
-  /** Owner CASes coalesced per tick. */
-  readonly owners: Pick<CasBatcher, 'submit'>;
+  /** Owner commits coalesced per tick. */
+  readonly owners: Pick<OwnerCommitBatcher, 'submit'>;
   /** Replies to a unit's source: `prepared` and `ready` are batched per turn; `fail` goes after them. */
   readonly replies: {
     prepared(source: NodeRef, unit: string): void;

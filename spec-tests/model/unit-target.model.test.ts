@@ -46,8 +46,8 @@ const driver: Driver<TargetWorld> = {
       inspect: w.recorder.inspect,
       storeHooks: {
         // COMMIT_FAILED: the record's authority moved on under the unit (a conflict, not a store failure: no retry).
-        casMany: (requests) =>
-          has(path, 'COMMIT_FAILED') ? requests.map(() => ({ status: 'conflict' as const })) : undefined,
+        commitOwners: (request) =>
+          has(path, 'COMMIT_FAILED') ? request.entries.map(() => ({ status: 'conflict' as const })) : undefined,
       },
     });
     w.source = await w.host({

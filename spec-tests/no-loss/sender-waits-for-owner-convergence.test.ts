@@ -1,8 +1,8 @@
 /**
  * §8/§11: the Location Store names the new owner only once the target's CAS lands. Here the target's CAS is slow
- * (an honest delay wrapper around the real Location Store: cas/casMany/commitAggregate answer after CAS_DELAY_MS,
- * then apply unchanged) and the source's Message Follow window is short, so for a while the store still names the
- * source while the source no longer forwards. A sender must keep its messages until the owner record converges
+ * (an honest delay wrapper around the real Location Store: cas/casMany/commitOwners/commitAggregate answer after
+ * CAS_DELAY_MS, then apply unchanged) and the source's Message Follow window is short, so for a while the store still
+ * names the source while the source no longer forwards. A sender must keep its messages until the owner record converges
  * (bounded by restoreValidityMs) instead of giving up after MAX_HOPS bounces: every message is processed exactly
  * once, in order, and no request fails.
  */

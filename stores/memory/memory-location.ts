@@ -15,11 +15,13 @@ import type {
   ClaimResult,
   LocationStore,
   ObjectId,
+  OwnerCommitRequest,
   OwnerRecord,
   RemoveRequest,
 } from '../types';
 import {
   parseCas,
+  parseOwnerCommit,
   claimSchema,
   commitSchema,
   discardSchema,
@@ -108,6 +110,32 @@ export class MemoryLocationStore implements LocationStore {
     // Validate all first: one bad request rejects the call before any CAS applies (as on Redis).
     requests.forEach((request, index) => parseCas(request, `casMany[${index}]`));
     return Promise.all(requests.map((request) => this.cas(request)));
+  }
+
+  async commitOwners(request: OwnerCommitRequest): Promise<CasResult[]> {
+    const req = parseOwnerCommit(request, 'commitOwners');
+    const prior = this.ops.recorded<CasResult[]>(req.opId);
+    if (prior) return prior;
+    const { owner } = req;
+    const results = req.entries.map((entry): CasResult => {
+      const key = slotKey(entry.object);
+      const slot = this.slots.get(key);
+      if (!slot?.live) return { status: 'missing' };
+      const current = slot.record;
+      if (current.authorityGeneration === entry.expectedAuthorityGeneration) {
+        const record: OwnerRecord = { ...current, owner, authorityGeneration: current.authorityGeneration + 1 };
+        this.slots.set(key, { live: true, record });
+        return { status: 'applied', record };
+      }
+      // This commit's own change, made by an earlier attempt (see OwnerCommitRequest): applied, nothing written.
+      const committed =
+        current.authorityGeneration === entry.expectedAuthorityGeneration + 1 &&
+        current.objectGeneration === entry.objectGeneration &&
+        current.owner.nodeId === owner.nodeId &&
+        current.owner.lifecycleGeneration === owner.lifecycleGeneration;
+      return committed ? { status: 'applied', record: current } : { status: 'conflict', record: current };
+    });
+    return this.ops.record(req.opId, results);
   }
 
   async remove(request: RemoveRequest): Promise<CasResult> {

@@ -116,6 +116,78 @@ describeWithRedis('redis faults', () => {
     }
   });
 
+  test('a fenced owner commit never applies any entry, even when the script runs after the fence', async () => {
+    const client = new RedisClient({ url: REDIS_URL, commandTimeoutMs: 1000, attempts: 2, backoffMs: 5, reconnectMaxMs: 100 });
+    const keys = new RedisKeys(prefix);
+    try {
+      const objects = [actor(), actor()];
+      await Promise.all(objects.map((object) => a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() })));
+      const records = objects.map((object) => keys.home(object));
+      const opKey = keys.op(records[0]!, 'late-commit');
+      await client.ready();
+      expect(await client.script('opFence', [opKey], [60_000, 'token-1'])).toEqual([FENCED]);
+      expect(await client.script('ownerCommit', [...records, opKey], [60_000, 'token-1', 'node-b', 1, 1, 1, 1, 1])).toBe(FENCED);
+      expect(await a.location.getMany(objects)).toMatchObject([
+        { owner: nodeA, authorityGeneration: 1 },
+        { owner: nodeA, authorityGeneration: 1 },
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('replies lost to timeouts (CLIENT PAUSE WRITE) during owner commits: every result matches the store, each object committed once', async () => {
+    const objects = Array.from({ length: 64 }, actor);
+    await Promise.all(objects.map((object) => a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() })));
+    const entries = objects.map((object) => ({ object, expectedAuthorityGeneration: 1, objectGeneration: 1 }));
+    const started = Date.now();
+    const [first, second] = await paused(300, 'WRITE', () =>
+      Promise.all([
+        a.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries: entries.slice(0, 32) }),
+        b.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries: entries.slice(32) }),
+      ]),
+    );
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    const records = await a.location.getMany(objects);
+    [...first!, ...second!].forEach((result, i) => {
+      expect(result.status).toBe('applied');
+      expect(records[i]).toEqual(result.record);
+      expect(records[i]?.authorityGeneration).toBe(2);
+    });
+  });
+
+  test('connection killed during a 128-entry owner commit: every result matches the store', async () => {
+    const objects = Array.from({ length: 128 }, actor);
+    await Promise.all(objects.map((object) => a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() })));
+    const id = await clientId(names.a);
+    const commit = a.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries: objects.map((object) => ({ object, expectedAuthorityGeneration: 1, objectGeneration: 1 })) });
+    setImmediate(() => void admin.call('CLIENT', 'KILL', 'ID', id));
+    const results = await commit;
+    const records = await b.location.getMany(objects);
+    results.forEach((result, i) => {
+      expect(result.status).toBe('applied');
+      expect(records[i]).toEqual(result.record);
+    });
+  });
+
+  test('an owner commit whose outcome stayed unknown and applied later: the retry under a new opId answers applied, and writes nothing', async () => {
+    const object = actor();
+    await a.location.claim({ object, type: 'Counter', owner: nodeA, opId: randomUUID() });
+    const entries = [{ object, expectedAuthorityGeneration: 1, objectGeneration: 1 }];
+    const impatient = redisStores({ ...options, attempts: 2, backoffMs: 5 });
+    try {
+      const error = await paused(600, 'WRITE', () => impatient.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries }).catch((e: unknown) => e));
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as StoreUnavailableError).outcomeUnknown).toBe(true);
+      // The timed-out script ran at unpause; the target's retry (a later call, a new opId) must not read it as a conflict.
+      const retry = await a.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries });
+      expect(retry).toEqual([{ status: 'applied', record: await a.location.get(object) }]);
+      expect(retry[0]!.record).toMatchObject({ owner: nodeB, authorityGeneration: 2 });
+    } finally {
+      await impatient.close();
+    }
+  });
+
   test('owner-cas.lua refuses a compact change without the call owner before writing any entry', async () => {
     const client = new RedisClient({ url: REDIS_URL, commandTimeoutMs: 1000, attempts: 2, backoffMs: 5, reconnectMaxMs: 100 });
     const keys = new RedisKeys(prefix);

@@ -10,6 +10,7 @@ import type {
   ClaimResult,
   LocationStore,
   ObjectId,
+  OwnerCommitRequest,
   OwnerRecord,
   RemoveRequest,
 } from '../types';
@@ -40,6 +41,9 @@ export class RedisLocationStore implements LocationStore {
   }
   casMany(requests: readonly CasRequest[]): Promise<CasResult[]> {
     return this.records.casMany(requests);
+  }
+  commitOwners(request: OwnerCommitRequest): Promise<CasResult[]> {
+    return this.records.commitOwners(request);
   }
   remove(request: RemoveRequest): Promise<CasResult> {
     return this.records.remove(request);

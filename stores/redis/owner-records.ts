@@ -6,8 +6,19 @@
  * step was lost rolls it forward first, so no step ever has to be guessed.
  */
 import type { Redis } from 'ioredis';
-import { StoreUnavailableError, type CasRequest, type CasResult, type ClaimRequest, type ClaimResult, type NodeRef, type ObjectId, type OwnerRecord, type RemoveRequest } from '../types';
-import { claimSchema, objectIdSchema, parse, parseCas, removeSchema } from '../validation';
+import {
+  StoreUnavailableError,
+  type CasRequest,
+  type CasResult,
+  type ClaimRequest,
+  type ClaimResult,
+  type NodeRef,
+  type ObjectId,
+  type OwnerCommitRequest,
+  type OwnerRecord,
+  type RemoveRequest,
+} from '../types';
+import { claimSchema, objectIdSchema, parse, parseCas, parseOwnerCommit, removeSchema } from '../validation';
 import type { RedisContext } from './context';
 import { guarded } from './guarded';
 import { liveRecord, toRecord, type LiveValue, type OwnerReply, type SlotValue } from './records';
@@ -94,6 +105,62 @@ export class RedisOwnerRecords {
 
   async casMany(requests: readonly CasRequest[]): Promise<CasResult[]> {
     return this.casAll(requests.map((request, index) => parseCas(request, `casMany[${index}]`)));
+  }
+
+  /**
+   * One guarded `owner-commit.lua` call for all entries on a single server, or per hash slot group on a cluster, all
+   * issued together; its op key (in the group's slot, named by the opId) records the group's replies together. Entries
+   * that meet a forward follow it in the next hop, under `<opId>:<hop>`.
+   */
+  async commitOwners(request: OwnerCommitRequest): Promise<CasResult[]> {
+    const req = parseOwnerCommit(request, 'commitOwners');
+    const { client, keys, opTtlMs } = this.ctx;
+    const { entries, owner } = req;
+    const results: CasResult[] = new Array(entries.length);
+    let pending: { index: number; key: string }[] = new Array(entries.length);
+    for (let index = 0; index < entries.length; index++) pending[index] = { index, key: keys.home(entries[index]!.object) };
+    for (let hop = 0; hop < MAX_HOPS && pending.length > 0; hop++) {
+      const next: typeof pending = [];
+      const groups = client.clustered ? [...groupBy(pending, (entry) => hashSlot(entry.key)).values()] : [pending];
+      await Promise.all(
+        groups.map(async (group) => {
+          // The group's op key: in its first record's slot, so the script's keys share one slot on a cluster. A retry
+          // of this call (guarded.ts: a fenced attempt) sends the same group, so the same op key.
+          const opKey = keys.op(group[0]!.key, hop === 0 ? req.opId : `${req.opId}:${hop}`);
+          const scriptKeys: string[] = new Array(group.length + 1);
+          const args: (string | number)[] = new Array(4 + 2 * group.length);
+          args[2] = owner.nodeId;
+          args[3] = owner.lifecycleGeneration;
+          for (let n = 0; n < group.length; n++) {
+            const entry = entries[group[n]!.index]!;
+            scriptKeys[n] = group[n]!.key;
+            args[4 + 2 * n] = entry.expectedAuthorityGeneration;
+            args[5 + 2 * n] = entry.objectGeneration;
+          }
+          scriptKeys[group.length] = opKey;
+          const [text] = await guarded(client, 'commitOwners', opTtlMs, [opKey], (_, token) => {
+            args[0] = opTtlMs;
+            args[1] = token;
+            return client.script('ownerCommit', scriptKeys, args);
+          });
+          const replies = JSON.parse(text!) as OwnerReply[];
+          if (!Array.isArray(replies) || replies.length !== group.length) throw new TypeError(`commitOwners: unexpected script reply: ${text!.slice(0, 200)}`);
+          for (let n = 0; n < group.length; n++) {
+            const reply = replies[n]!;
+            const entry = group[n]!;
+            if (reply.status === 'moved') {
+              await this.rollForward(reply);
+              next.push({ index: entry.index, key: reply.to! });
+              continue;
+            }
+            results[entry.index] = casResult(reply);
+          }
+        }),
+      );
+      pending = next;
+    }
+    if (pending.length > 0) throw moving(entries[pending[0]!.index]!.object);
+    return results;
   }
 
   async remove(request: RemoveRequest): Promise<CasResult> {

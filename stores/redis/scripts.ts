@@ -13,6 +13,7 @@ const SCRIPTS = {
   opFence: { file: 'op-fence', guard: false },
   ownerClaim: { file: 'owner-claim', guard: true },
   ownerCas: { file: 'owner-cas', guard: true },
+  ownerCommit: { file: 'owner-commit', guard: true },
   ownerRemove: { file: 'owner-remove', guard: true },
   ownerInstall: { file: 'owner-install', guard: true },
   aggregateStage: { file: 'aggregate-stage', guard: true },

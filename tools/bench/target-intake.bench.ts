@@ -2,7 +2,7 @@
  * The target side of relocation alone, in one process (`node dist/tools/bench/target-intake.bench.js --n 10000`):
  * a real Object Server and Inbound (target/inbound.ts) fed what a source sends — one batched `r.prepare`, parcels
  * of `--parcel` units of 1 KiB preserved state, one `r.cutover` per unit — with replies batched by a real
- * ControlBatcher into msgpack frames, owner CASes through a real CasBatcher over an in-memory casMany, and a
+ * ControlBatcher into msgpack frames, owner commits through a real OwnerCommitBatcher over an in-memory commitOwners, and a
  * unit-event listener (as the bench has). Reports the process CPU per unit (user + system) for the whole
  * intake → open path, median of `--runs`. No sockets and no Redis: what is left is the target's own work per unit
  * (issue [6/10]: the target must stay well under the source's cost).
@@ -12,12 +12,12 @@ import { Session } from 'node:inspector';
 import { parseArgs } from 'node:util';
 import { pack, unpack } from 'msgpackr';
 import { memoryStores } from '../../stores/memory/memory-stores';
-import type { CasRequest, CasResult, NodeRef } from '../../stores/types';
+import type { CasResult, NodeRef, OwnerCommitRequest } from '../../stores/types';
 import { systemClock } from '../../runtime/clock';
 import { defineActor, preserveState } from '../../runtime/definitions';
 import { silentLog } from '../../runtime/logger';
 import { ObjectServer } from '../../runtime/objects';
-import { CasBatcher } from '../../runtime/relocation/cas-batcher';
+import { OwnerCommitBatcher } from '../../runtime/relocation/owner-commit-batcher';
 import { describeType } from '../../runtime/relocation/compatibility';
 import { ControlBatcher } from '../../runtime/relocation/control-batcher';
 import { UnitEvents } from '../../runtime/relocation/events';
@@ -71,10 +71,10 @@ async function once(run: number): Promise<number> {
   let frames = 0;
   const transport = { maxFrameBytes: 4 * 1024 * 1024, send: (_to: NodeRef, message: RuntimeMessage) => ((frames += pack(message).length), true) } as unknown as Transport;
   const control = new ControlBatcher(() => transport);
-  // Every CAS applies (the store's own cost is measured by the Redis stores bench); one result object per request.
-  const casMany = async (requests: readonly CasRequest[]): Promise<CasResult[]> =>
-    requests.map((r) => ({ status: 'applied', record: { kind: 'actor', id: r.object.id, type: 'Counter', owner: r.owner!, objectGeneration: 1, authorityGeneration: r.expectedAuthorityGeneration + 1 } }));
-  const owners = new CasBatcher({ casMany });
+  // Every commit applies (the store's own cost is measured by the Redis stores bench); one result object per entry.
+  const commitOwners = async (request: OwnerCommitRequest): Promise<CasResult[]> =>
+    request.entries.map((e) => ({ status: 'applied', record: { kind: 'actor', id: e.object.id, type: 'Counter', owner: request.owner, objectGeneration: e.objectGeneration, authorityGeneration: e.expectedAuthorityGeneration + 1 } }));
+  const owners = new OwnerCommitBatcher({ commitOwners }, () => SELF);
   const unitEvents = new UnitEvents();
   let opened = 0;
   unitEvents.on((e) => void (e.state === 'opened' && opened++));

@@ -4,7 +4,7 @@
  * inbound parcel: each unit its own reply, cutover, CAS outcome and failure.
  */
 import { memoryStores } from '../../../stores/memory/memory-stores';
-import type { CasRequest, CasResult } from '../../../stores/types';
+import type { CasResult, OwnerCommitEntry } from '../../../stores/types';
 import { StoreUnavailableError } from '../../../stores/types';
 import { SimulatedClock } from '../../clock';
 import { decodeValue, encodeValue } from '../../codec';
@@ -12,7 +12,7 @@ import { defineActor, preserveState } from '../../definitions';
 import type { Envelope } from '../../envelope';
 import { silentLog } from '../../logger';
 import { ObjectServer } from '../../objects';
-import type { CasOutcome } from '../cas-batcher';
+import type { CommitOutcome } from '../owner-commit-batcher';
 import type { UnitEvent } from '../events';
 import { describeType } from '../compatibility';
 import { encodeParcel } from '../parcel';
@@ -32,7 +32,7 @@ const settle = async () => {
   for (let i = 0; i < 5; i++) await turn();
 };
 
-function setup(options: { cas?: (requests: readonly CasRequest[], call: number) => CasOutcome[]; events?: UnitEvent[] } = {}) {
+function setup(options: { cas?: (entries: readonly OwnerCommitEntry[], call: number) => CommitOutcome[]; events?: UnitEvent[] } = {}) {
   const clock = new SimulatedClock();
   const seen: string[] = [];
   const Counter = defineActor<{ n: number }>({
@@ -76,10 +76,10 @@ function setup(options: { cas?: (requests: readonly CasRequest[], call: number) 
     },
     location: stores.location,
     owners: {
-      submit: (requests, done) => {
-        const call = casCalls.push(requests.map((r) => r.object.id)) - 1;
-        const script = options.cas ?? ((rs: readonly CasRequest[]) => rs.map((): CasResult => ({ status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })));
-        setImmediate(() => done(script(requests, call)));
+      submit: (entries, done) => {
+        const call = casCalls.push(entries.map((r) => r.object.id)) - 1;
+        const script = options.cas ?? ((rs: readonly OwnerCommitEntry[]) => rs.map((): CasResult => ({ status: 'applied', record: { authorityGeneration: 9 } as CasResult['record'] })));
+        setImmediate(() => done(script(entries, call)));
       },
     },
     replies: {

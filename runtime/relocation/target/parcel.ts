@@ -12,7 +12,7 @@ import type { FlatMachineLogic } from '../../flat-machine';
 import { StoreUnavailableError } from '../../../stores/types';
 import { sleep } from '../../clock';
 import { idOf } from '../../keys';
-import type { CasOutcome } from '../cas-batcher';
+import type { CommitOutcome } from '../owner-commit-batcher';
 import type { InboundPorts } from '../ports';
 import type { TargetUnit } from './unit';
 
@@ -127,11 +127,11 @@ export class TargetParcel {
     this.actor.send({ type: 'COMMITTED' });
   }
 
-  /** One coalesced casMany per tick for every unit committing now (per-unit result, per-unit retry). */
+  /** One coalesced owner commit per tick for every unit committing now (per-unit result, per-unit retry). */
   private commitRecords(units: TargetUnit[], attempt: number, settle: (unit: TargetUnit, ok: boolean, s2: number) => void): void {
     this.ports.owners.submit(
-      units.map((u) => u.casRequest()),
-      (outcomes: CasOutcome[]) => {
+      units.map((u) => u.commitEntry()),
+      (outcomes: CommitOutcome[]) => {
         const retry: TargetUnit[] = [];
         let lastError: unknown;
         const now = this.ports.clock.now();

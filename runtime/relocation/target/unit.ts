@@ -4,7 +4,7 @@
  * the inbound parcel it is in (target-parcel.ts); before that it is only staged: the temporary queue is registered
  * (§10.3) and nothing of it runs. Nothing staged runs before the owner CAS applied.
  */
-import type { NodeRef } from '../../../stores/types';
+import type { NodeRef, OwnerCommitEntry } from '../../../stores/types';
 import type { SpotDefinition } from '../../definitions';
 import type { Envelope } from '../../envelope';
 import { idOf, spotKey } from '../../keys';
@@ -144,10 +144,10 @@ export class TargetUnit {
     for (const env of relay) if (!this.relayIds?.has(env.id)) this.ports.routes.dispatch(env, true);
   }
 
-  /** The owner record CAS of a non-SpotWide unit (S2). */
-  casRequest(): { object: ReturnType<typeof idOf>; opId: string; expectedAuthorityGeneration: number; owner: NodeRef } {
+  /** The owner commit of a non-SpotWide unit's record to this node (S2). */
+  commitEntry(): OwnerCommitEntry {
     const root = this.restored[0]!;
-    return { object: idOf(root.key), opId: `reloc:${this.prepare.u}`, expectedAuthorityGeneration: root.authorityGeneration, owner: this.ports.self };
+    return { object: idOf(root.key), expectedAuthorityGeneration: root.authorityGeneration, objectGeneration: root.objectGeneration };
   }
 
   /** Merge in order, switch the route, OnRelocationReadyCompleted, open dispatch (S3 = `s3`, one clock read per parcel). */

@@ -22,7 +22,7 @@ import {
   type Stores,
 } from '../../../runtime';
 import type { ObjectDefinition } from '../../../runtime/definitions';
-import type { CasRequest, CasResult, ClaimRequest, NodeDescriptor, NodeRef, ObjectId, RemoveRequest } from '../../../stores/types';
+import type { CasResult, ClaimRequest, NodeDescriptor, NodeRef, ObjectId, OwnerCommitRequest, RemoveRequest } from '../../../stores/types';
 import { createTransport } from '../../../transport';
 import type { RuntimeMessage, Transport, TransportFactory } from '../../../transport/types';
 
@@ -64,7 +64,7 @@ export const storeDown = (what: string) => new StoreUnavailableError(`injected: 
 
 /**
  * Boundary hooks of one host's Stores view; set or cleared at any time. A hook runs before the real call and may
- * wait (a gate), throw or reject (a failure); `renew`/`casMany` may also replace the answer.
+ * wait (a gate), throw or reject (a failure); `renew`/`commitOwners` may also replace the answer.
  */
 export interface StoreHooks {
   ping?: () => Promise<void> | void;
@@ -75,8 +75,8 @@ export interface StoreHooks {
   get?: (object: ObjectId) => Promise<void> | void;
   claim?: (request: ClaimRequest) => Promise<void> | void;
   remove?: (request: RemoveRequest) => Promise<void> | void;
-  /** Replaces the results of a casMany (undefined: the real call). */
-  casMany?: (requests: readonly CasRequest[]) => CasResult[] | undefined;
+  /** Replaces the results of a relocation target's owner commit (undefined: the real call). */
+  commitOwners?: (request: OwnerCommitRequest) => CasResult[] | undefined;
 }
 
 /** The real stores, with `hooks` in front of the calls named there. */
@@ -123,7 +123,8 @@ export function hookedStores(inner: Stores, hooks: StoreHooks): Stores {
         return l.claim(request);
       },
       cas: (request) => l.cas(request),
-      casMany: async (requests) => hooks.casMany?.(requests) ?? l.casMany(requests),
+      casMany: (requests) => l.casMany(requests),
+      commitOwners: async (request) => hooks.commitOwners?.(request) ?? l.commitOwners(request),
       remove: async (request) => {
         await hooks.remove?.(request);
         return l.remove(request);

@@ -44,7 +44,7 @@ export function storesWith(stores: Stores, parts: Partial<Pick<Stores, 'location
 }
 
 /**
- * The real Location Store, except that cas/casMany (and the SpotWide commit) answer only after `delay()` resolves:
+ * The real Location Store, except that cas/casMany/commitOwners (and the SpotWide commit) answer only after `delay()` resolves:
  * a slow store write. The write itself is applied by the real store after the delay, unchanged.
  */
 export function delayedOwnerCas(location: LocationStore, delay: () => Promise<void>): LocationStore {
@@ -56,6 +56,10 @@ export function delayedOwnerCas(location: LocationStore, delay: () => Promise<vo
     casMany: async (...args: Parameters<LocationStore['casMany']>) => {
       await delay();
       return location.casMany(...args);
+    },
+    commitOwners: async (...args: Parameters<LocationStore['commitOwners']>) => {
+      await delay();
+      return location.commitOwners(...args);
     },
     commitAggregate: async (...args: Parameters<LocationStore['commitAggregate']>) => {
       await delay();
