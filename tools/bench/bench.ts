@@ -206,7 +206,7 @@ async function main(): Promise<void> {
     // ── (a) floor ──
     const port = await target.call<number>('floorServe', { n });
     const wsTransferMs = await source.call<number>('floorSend', { port, n });
-    const cas = await target.call<{ ms: number; applied: number; storesCasManyMs: number }>('floorCas');
+    const cas = await target.call<{ ms: number; applied: number; storesCommitMs: number }>('floorCas');
     if (cas.applied !== n) throw new Error(`floor CAS pass applied ${cas.applied} of ${n}`);
     const floorMs = cas.ms + wsTransferMs;
     log(`floor: CAS pass ${cas.ms.toFixed(0)} ms + ws transfer ${wsTransferMs.toFixed(0)} ms`);
@@ -383,7 +383,7 @@ async function main(): Promise<void> {
           casPassMs: round(cas.ms),
           casPass: stack === 'redis' ? 'raw Lua EVALSHA, 128 records per call, one pipeline' : 'memory store casMany, 128 per call',
           wsTransferMs: round(wsTransferMs),
-          storesCasManyMs: round(cas.storesCasManyMs),
+          storesCommitMs: round(cas.storesCommitMs),
         },
         zlink: {
           result: `${nameOf(RelocationOutcome, reloc.outcome)}/${nameOf(RelocationReason, reloc.reason)}`,
@@ -530,7 +530,7 @@ type Results = {
   cutoverTimeouts: number;
   details: {
     machine: { cpus: number; loadAvg1mAtStart: number; loadAvg1mAtEnd: number };
-    floor: { casPassMs: number; wsTransferMs: number; storesCasManyMs: number };
+    floor: { casPassMs: number; wsTransferMs: number; storesCommitMs: number };
     zlink: {
       result: string;
       ownersNotOnTarget: number;
@@ -574,7 +574,7 @@ function printTable(r: Results): void {
   const rows: [string, string, string][] = [
     ['floor', r.stack === 'redis' ? 'CAS pass (raw Lua, 128 records/script, pipelined)' : 'CAS pass (memory store casMany, 128/call)', `${r.details.floor.casPassMs} ms  [target clock]`],
     ...(r.stack === 'redis'
-      ? [['(ref)', 'same pass via stores casMany (guarded, op keys)', `${r.details.floor.storesCasManyMs} ms  [target clock; not in floorMs]`] as [string, string, string]]
+      ? [['(ref)', 'same pass via stores commitOwners (guarded, op record per call)', `${r.details.floor.storesCommitMs} ms  [target clock; not in floorMs]`] as [string, string, string]]
       : []),
     ['floor', `raw ws transfer ${r.n} × 1 KiB${z.rss.oneProcess ? ' (loopback, one process)' : ''}`, `${r.details.floor.wsTransferMs} ms  [source clock]`],
     ['floor', 'floorMs', `${r.floorMs} ms`],

@@ -1,14 +1,14 @@
 /**
  * Stores benchmark against a real Redis (`npm run bench:stores -- --ops 20000`):
- *   single CAS ops/s, casMany keys/s (128 keys per call), SpotWide aggregate flip ms at 1,024 / 2,500 / 10,000
- *   members (median of --runs; wall time of commitAggregate and the server time of its script from INFO).
+ *   single CAS ops/s, casMany and commitOwners keys/s (128 keys per call), SpotWide aggregate flip ms at 1,024 / 2,500
+ *   / 10,000 members (median of --runs; wall time of commitAggregate and the server time of its script from INFO).
  * Reference (DESIGN.md): a single-key script ~30k/s, 128 keys per script ~120k keys/s, 1,024-member flip ~4 ms.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import Redis from 'ioredis';
 import { redisStores } from '../../stores/redis/redis-stores';
-import type { NodeRef, ObjectId, Stores } from '../../stores/types';
+import type { CasResult, NodeRef, ObjectId, Stores } from '../../stores/types';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
 const { values } = parseArgs({
@@ -58,19 +58,30 @@ async function singleCas(stores: Stores): Promise<number> {
   return ops / ((performance.now() - started) / 1000);
 }
 
-async function casMany(stores: Stores, admin: Redis): Promise<{ keysPerSecond: number; serverUsPerKey: number }> {
-  const ids = Array.from({ length: 128 * 8 }, (_, i) => `many-${i}`);
+/** One 128-key slice per in-flight call (so expected generations stay exact): the slice's new generations, in order. */
+type ManyCall = (stores: Stores, slice: readonly string[], expected: readonly number[], owner: NodeRef) => Promise<CasResult[]>;
+
+/** `casMany` (one op record per key) or `commitOwners` (a relocation target's commits: one op record per call). */
+const manyCalls: Record<'casMany' | 'commitOwners', ManyCall> = {
+  casMany: (stores, slice, expected, owner) =>
+    stores.location.casMany(slice.map((id, k) => ({ object: actor(id), opId: randomUUID(), expectedAuthorityGeneration: expected[k]!, owner }))),
+  commitOwners: (stores, slice, expected, owner) =>
+    stores.location.commitOwners({
+      opId: randomUUID(),
+      owner,
+      entries: slice.map((id, k) => ({ object: actor(id), expectedAuthorityGeneration: expected[k]!, objectGeneration: 1 })),
+    }),
+};
+
+async function manyKeys(stores: Stores, admin: Redis, name: keyof typeof manyCalls): Promise<{ keysPerSecond: number; serverUsPerKey: number }> {
+  const ids = Array.from({ length: 128 * 8 }, (_, i) => `${name}-${i}`);
   await claimAll(stores, ids);
   const generation = ids.map(() => 1);
   const before = await evalshaUsec(admin);
   const started = performance.now();
-  // Each in-flight call owns one 128-key slice, so expected generations stay exact.
   await pool(calls, 8, async (n) => {
     const slice = (n % 8) * 128;
-    const batch = ids.slice(slice, slice + 128);
-    const results = await stores.location.casMany(
-      batch.map((id, k) => ({ object: actor(id), opId: randomUUID(), expectedAuthorityGeneration: generation[slice + k]!, owner: owners[n % 2]! })),
-    );
+    const results = await manyCalls[name](stores, ids.slice(slice, slice + 128), generation.slice(slice, slice + 128), owners[n % 2]!);
     results.forEach((result, k) => (generation[slice + k] = result.record!.authorityGeneration));
   });
   const keysPerSecond = (calls * 128) / ((performance.now() - started) / 1000);
@@ -118,8 +129,10 @@ async function main(): Promise<void> {
   try {
     await stores.ping();
     console.log(`single CAS:  ${Math.round(await singleCas(stores))} ops/s  (${ops} ops, ${concurrency} in flight)`);
-    const many = await casMany(stores, admin);
-    console.log(`casMany:     ${Math.round(many.keysPerSecond)} keys/s, ${many.serverUsPerKey.toFixed(1)} µs per key in Redis (owner-cas.lua)  (${calls} calls x 128 keys, 8 in flight)`);
+    for (const [name, script] of [['casMany', 'owner-cas.lua'], ['commitOwners', 'owner-commit.lua']] as const) {
+      const many = await manyKeys(stores, admin, name);
+      console.log(`${`${name}:`.padEnd(13)} ${Math.round(many.keysPerSecond)} keys/s, ${many.serverUsPerKey.toFixed(1)} µs per key in Redis (${script})  (${calls} calls x 128 keys, 8 in flight)`);
+    }
     for (const size of [1024, 2500, 10_000]) {
       const { wallMs, serverMs } = await flip(stores, admin, size);
       console.log(`flip ${String(size).padStart(6)}: ${wallMs.toFixed(1)} ms wall, ${serverMs.toFixed(1)} ms server  (median of ${runs})`);
