@@ -135,6 +135,21 @@ describeWithCluster('redis cluster faults', (nodes) => {
     expect((await a.location.cas({ object: objects[0]!, opId: randomUUID(), expectedAuthorityGeneration: 2, owner: nodeA })).status).toBe('applied');
   });
 
+  test('node connections killed while a 128-object owner commit is held on the masters: every result matches the store', async () => {
+    const objects = Array.from({ length: 128 }, actor);
+    await claimAll(objects);
+    const entries = objects.map((object) => ({ object, expectedAuthorityGeneration: 1, objectGeneration: 1 }));
+    const results = await killedMidCommand(() => a.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries }));
+    const records = await b.location.getMany(objects);
+    results.forEach((result, i) => {
+      expect(result.status).toBe('applied');
+      expect(records[i]).toEqual(result.record);
+      expect(records[i]?.authorityGeneration).toBe(2);
+    });
+    // A retry under another opId (one call per slot again) answers every object applied and writes nothing.
+    expect(await a.location.commitOwners({ opId: randomUUID(), owner: nodeB, entries })).toEqual(results);
+  });
+
   test('competing CASes while one store loses its node connections mid-command: one owner per object', async () => {
     for (let round = 0; round < 3; round++) {
       const objects = Array.from({ length: 16 }, actor);
