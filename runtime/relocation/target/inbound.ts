@@ -156,8 +156,8 @@ export class Inbound implements ParcelOwner {
    * relay-ready) runs in a turn of its own, oldest payload first, one per turn: the I/O that arrived with it —
    * cutovers and the owner CAS replies, which each unit's S2 waits for (§13) — is handled before it, not behind every
    * parcel of the same socket read. Measured with `npm run bench -- --n 100000` (parcels of 32 units, so several
-   * arrive per read; the CAS sent in a microtask, owner-commit-batcher.ts): restored at once, the target CAS − S1 p99 was
-   * 55–57 ms (3 runs); deferred, 36–44 (6 runs). Measured again later on a faster machine (8 alternated pairs): at
+   * arrive per read; the CAS sent in a microtask, owner-commit-batcher.ts): restored at once, the target CAS − S1 p99
+   * was 55–57 ms (3 runs); deferred, 36–44 (6 runs). Measured again later on a faster machine (8 alternated pairs): at
    * once, the 100k move 12% shorter by the medians (a unit's stop is mostly this wait and the source's), but CAS − S1
    * p99 37–50 ms against 21–25: the busier target answers its CAS replies later. Taking in only the first payload of
    * a turn at once, or only while few CASes wait, gained nothing measurable.
