@@ -61,15 +61,20 @@ const hasOnly = (v: object, keys: readonly string[]): boolean => {
   return true;
 };
 
+const isOpId = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= 256;
+const isPlainObjectId = (o: unknown): boolean => {
+  const r = o as Record<string, unknown> | null;
+  return typeof r === 'object' && r !== null && hasOnly(r, ['kind', 'id']) && (r.kind === 'actor' || r.kind === 'spot') && isId(r.id);
+};
+const isPlainNodeRef = (n: unknown): boolean => {
+  const r = n as Record<string, unknown> | null;
+  return typeof r === 'object' && r !== null && hasOnly(r, ['nodeId', 'lifecycleGeneration']) && isId(r.nodeId) && isGeneration(r.lifecycleGeneration);
+};
+
 function isPlainCas(v: unknown): v is z.infer<typeof casSchema> {
   if (typeof v !== 'object' || v === null || !hasOnly(v, ['object', 'opId', 'expectedAuthorityGeneration', 'owner'])) return false;
   const r = v as Record<string, unknown>;
-  const o = r.object as Record<string, unknown> | null;
-  if (typeof o !== 'object' || o === null || !hasOnly(o, ['kind', 'id']) || (o.kind !== 'actor' && o.kind !== 'spot') || !isId(o.id)) return false;
-  if (typeof r.opId !== 'string' || r.opId.length < 1 || r.opId.length > 256 || !isGeneration(r.expectedAuthorityGeneration)) return false;
-  if (r.owner === undefined) return true;
-  const n = r.owner as Record<string, unknown> | null;
-  return typeof n === 'object' && n !== null && hasOnly(n, ['nodeId', 'lifecycleGeneration']) && isId(n.nodeId) && isGeneration(n.lifecycleGeneration);
+  return isPlainObjectId(r.object) && isOpId(r.opId) && isGeneration(r.expectedAuthorityGeneration) && (r.owner === undefined || isPlainNodeRef(r.owner));
 }
 
 export const removeSchema = z.object({ object: objectIdSchema, opId, expectedAuthorityGeneration: generation }).strict();
@@ -93,17 +98,11 @@ export function parseOwnerCommit(value: unknown, what: string): z.infer<typeof o
 function isPlainCommit(v: unknown): v is z.infer<typeof ownerCommitSchema> {
   if (typeof v !== 'object' || v === null || !hasOnly(v, ['opId', 'owner', 'entries'])) return false;
   const r = v as Record<string, unknown>;
-  if (typeof r.opId !== 'string' || r.opId.length < 1 || r.opId.length > 256) return false;
-  const n = r.owner as Record<string, unknown> | null;
-  if (typeof n !== 'object' || n === null || !hasOnly(n, ['nodeId', 'lifecycleGeneration']) || !isId(n.nodeId) || !isGeneration(n.lifecycleGeneration)) return false;
-  const entries = r.entries;
-  if (!Array.isArray(entries) || entries.length === 0) return false;
-  for (const e of entries as unknown[]) {
+  if (!isOpId(r.opId) || !isPlainNodeRef(r.owner) || !Array.isArray(r.entries) || r.entries.length === 0) return false;
+  for (const e of r.entries as unknown[]) {
     if (typeof e !== 'object' || e === null || !hasOnly(e, ['object', 'expectedAuthorityGeneration', 'objectGeneration'])) return false;
     const x = e as Record<string, unknown>;
-    const o = x.object as Record<string, unknown> | null;
-    if (typeof o !== 'object' || o === null || !hasOnly(o, ['kind', 'id']) || (o.kind !== 'actor' && o.kind !== 'spot') || !isId(o.id)) return false;
-    if (!isGeneration(x.expectedAuthorityGeneration) || !isGeneration(x.objectGeneration)) return false;
+    if (!isPlainObjectId(x.object) || !isGeneration(x.expectedAuthorityGeneration) || !isGeneration(x.objectGeneration)) return false;
   }
   return true;
 }

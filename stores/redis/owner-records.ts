@@ -29,6 +29,12 @@ const MAX_HOPS = 4;
 /** Home keys per read command of getMany. */
 const READ_CHUNK = 1024;
 
+/** An entry of a many-record write still to be written, at the key its record is at. */
+interface Pending {
+  readonly index: number;
+  readonly key: string;
+}
+
 interface Located {
   readonly key: string;
   readonly value: LiveValue;
@@ -116,51 +122,34 @@ export class RedisOwnerRecords {
     const req = parseOwnerCommit(request, 'commitOwners');
     const { client, keys, opTtlMs } = this.ctx;
     const { entries, owner } = req;
-    const results: CasResult[] = new Array(entries.length);
-    let pending: { index: number; key: string }[] = new Array(entries.length);
-    for (let index = 0; index < entries.length; index++) pending[index] = { index, key: keys.home(entries[index]!.object) };
-    for (let hop = 0; hop < MAX_HOPS && pending.length > 0; hop++) {
-      const next: typeof pending = [];
-      const groups = client.clustered ? [...groupBy(pending, (entry) => hashSlot(entry.key)).values()] : [pending];
-      await Promise.all(
-        groups.map(async (group) => {
-          // The group's op key: in its first record's slot, so the script's keys share one slot on a cluster. A retry
-          // of this call (guarded.ts: a fenced attempt) sends the same group, so the same op key.
-          const opKey = keys.op(group[0]!.key, hop === 0 ? req.opId : `${req.opId}:${hop}`);
-          const scriptKeys: string[] = new Array(group.length + 1);
-          const args: (string | number)[] = new Array(4 + 2 * group.length);
-          args[2] = owner.nodeId;
-          args[3] = owner.lifecycleGeneration;
-          for (let n = 0; n < group.length; n++) {
-            const entry = entries[group[n]!.index]!;
-            scriptKeys[n] = group[n]!.key;
-            args[4 + 2 * n] = entry.expectedAuthorityGeneration;
-            args[5 + 2 * n] = entry.objectGeneration;
-          }
-          scriptKeys[group.length] = opKey;
-          const [text] = await guarded(client, 'commitOwners', opTtlMs, [opKey], (_, token) => {
-            args[0] = opTtlMs;
-            args[1] = token;
-            return client.script('ownerCommit', scriptKeys, args);
-          });
-          const replies = JSON.parse(text!) as OwnerReply[];
-          if (!Array.isArray(replies) || replies.length !== group.length) throw new TypeError(`commitOwners: unexpected script reply: ${text!.slice(0, 200)}`);
-          for (let n = 0; n < group.length; n++) {
-            const reply = replies[n]!;
-            const entry = group[n]!;
-            if (reply.status === 'moved') {
-              await this.rollForward(reply);
-              next.push({ index: entry.index, key: reply.to! });
-              continue;
-            }
-            results[entry.index] = casResult(reply);
-          }
-        }),
-      );
-      pending = next;
-    }
-    if (pending.length > 0) throw moving(entries[pending[0]!.index]!.object);
-    return results;
+    return this.byHops(
+      entries.map((entry) => entry.object),
+      async (group, hop) => {
+        // The group's op key: in its first record's slot, so the script's keys share one slot on a cluster. A retry
+        // of this call (guarded.ts: a fenced attempt) sends the same group, so the same op key.
+        const opKey = keys.op(group[0]!.key, hop === 0 ? req.opId : `${req.opId}:${hop}`);
+        const scriptKeys: string[] = new Array(group.length + 1);
+        const args: (string | number)[] = new Array(4 + 2 * group.length);
+        args[2] = owner.nodeId;
+        args[3] = owner.lifecycleGeneration;
+        for (let n = 0; n < group.length; n++) {
+          const entry = entries[group[n]!.index]!;
+          scriptKeys[n] = group[n]!.key;
+          args[4 + 2 * n] = entry.expectedAuthorityGeneration;
+          args[5 + 2 * n] = entry.objectGeneration;
+        }
+        scriptKeys[group.length] = opKey;
+        const [text] = await guarded(client, 'commitOwners', opTtlMs, [opKey], (_, token) => {
+          args[0] = opTtlMs;
+          args[1] = token;
+          return client.script('ownerCommit', scriptKeys, args);
+        });
+        const replies = JSON.parse(text!) as OwnerReply[];
+        if (!Array.isArray(replies) || replies.length !== group.length) throw new TypeError(`commitOwners: unexpected script reply: ${text!.slice(0, 200)}`);
+        return replies;
+      },
+      () => req.opId,
+    );
   }
 
   async remove(request: RemoveRequest): Promise<CasResult> {
@@ -185,58 +174,75 @@ export class RedisOwnerRecords {
     throw moving(req.object);
   }
 
-  /**
-   * One guarded script call for all entries on a single server, or per hash slot group on a cluster, all issued
-   * together (auto-pipelined into one write). Entries that meet a forward follow it in the next hop.
-   */
+  /** One guarded `owner-cas.lua` call per group (byHops), each entry with its own op key. */
   private async casAll(requests: readonly CasRequest[]): Promise<CasResult[]> {
     const { client, keys, opTtlMs } = this.ctx;
-    const results: CasResult[] = new Array(requests.length);
-    let pending: { index: number; key: string }[] = new Array(requests.length);
-    for (let index = 0; index < requests.length; index++) pending[index] = { index, key: keys.home(requests[index]!.object) };
-    const groupOf = client.clustered ? (entry: { key: string }) => hashSlot(entry.key) : () => 0;
+    return this.byHops(
+      requests.map((request) => request.object),
+      async (group) => {
+        const opKeys: string[] = new Array(group.length);
+        for (let i = 0; i < group.length; i++) opKeys[i] = keys.op(group[i]!.key, requests[group[i]!.index]!.opId);
+        const texts = await guarded(client, 'cas', opTtlMs, opKeys, (indices, token) => {
+          // KEYS: record key and op key per entry; ARGV: ttl, the attempt's token, the call's owner, then one change
+          // per entry (owner-cas.lua): an owner change to the call's owner is only its expected generation.
+          const scriptKeys: string[] = new Array(indices.length * 2);
+          const args: (string | number)[] = new Array(indices.length + 4);
+          const owner = callOwner(requests, group, indices);
+          args[0] = opTtlMs;
+          args[1] = token;
+          args[2] = owner ? owner.nodeId : '';
+          args[3] = owner ? owner.lifecycleGeneration : '';
+          for (let n = 0; n < indices.length; n++) {
+            const entry = group[indices[n]!]!;
+            scriptKeys[2 * n] = entry.key;
+            scriptKeys[2 * n + 1] = opKeys[indices[n]!]!;
+            args[n + 4] = this.change(requests[entry.index]!, entry.key, owner);
+          }
+          return client.script('ownerCas', scriptKeys, args);
+        });
+        return texts.map((text) => JSON.parse(text) as OwnerReply);
+      },
+      (index) => requests[index]!.opId,
+    );
+  }
+
+  /**
+   * The hops of a many-record write, starting at the objects' home keys: `run` writes one group — all entries on a
+   * single server, one group per hash slot on a cluster, the groups issued together (auto-pipelined into one write) —
+   * and answers one reply per entry. An entry that meets a forward rolls it forward and goes again in the next hop at
+   * the forward's target; a reply that moved the record (`to`) is installed there under the entry's `opIdOf`.
+   */
+  private async byHops(
+    objects: readonly ObjectId[],
+    run: (group: readonly Pending[], hop: number) => Promise<readonly OwnerReply[]>,
+    opIdOf: (index: number) => string,
+  ): Promise<CasResult[]> {
+    const { client, keys } = this.ctx;
+    const results: CasResult[] = new Array(objects.length);
+    let pending: Pending[] = new Array(objects.length);
+    for (let index = 0; index < objects.length; index++) pending[index] = { index, key: keys.home(objects[index]!) };
     for (let hop = 0; hop < MAX_HOPS && pending.length > 0; hop++) {
-      const next: typeof pending = [];
-      const groups = client.clustered ? [...groupBy(pending, groupOf).values()] : [pending];
+      const next: Pending[] = [];
+      const groups = client.clustered ? [...groupBy(pending, (entry) => hashSlot(entry.key)).values()] : [pending];
       await Promise.all(
         groups.map(async (group) => {
-          const opKeys: string[] = new Array(group.length);
-          for (let i = 0; i < group.length; i++) opKeys[i] = keys.op(group[i]!.key, requests[group[i]!.index]!.opId);
-          const replies = await guarded(client, 'cas', opTtlMs, opKeys, (indices, token) => {
-            // KEYS: record key and op key per entry; ARGV: ttl, the attempt's token, the call's owner, then one change
-            // per entry (owner-cas.lua): an owner change to the call's owner is only its expected generation.
-            const scriptKeys: string[] = new Array(indices.length * 2);
-            const args: (string | number)[] = new Array(indices.length + 4);
-            const owner = callOwner(requests, group, indices);
-            args[0] = opTtlMs;
-            args[1] = token;
-            args[2] = owner ? owner.nodeId : '';
-            args[3] = owner ? owner.lifecycleGeneration : '';
-            for (let n = 0; n < indices.length; n++) {
-              const entry = group[indices[n]!]!;
-              scriptKeys[2 * n] = entry.key;
-              scriptKeys[2 * n + 1] = opKeys[indices[n]!]!;
-              args[n + 4] = this.change(requests[entry.index]!, entry.key, owner);
-            }
-            return client.script('ownerCas', scriptKeys, args);
-          });
-          for (let n = 0; n < replies.length; n++) {
-            const text = replies[n]!;
+          const replies = await run(group, hop);
+          for (let n = 0; n < group.length; n++) {
+            const reply = replies[n]!;
             const entry = group[n]!;
-            const reply = JSON.parse(text) as OwnerReply;
             if (reply.status === 'moved') {
               await this.rollForward(reply);
               next.push({ index: entry.index, key: reply.to! });
               continue;
             }
-            if (reply.to) await this.install(reply.to, reply.v!, requests[entry.index]!.opId, text);
+            if (reply.to) await this.install(reply.to, reply.v!, opIdOf(entry.index), JSON.stringify(reply));
             results[entry.index] = casResult(reply);
           }
         }),
       );
       pending = next;
     }
-    if (pending.length > 0) throw moving(requests[pending[0]!.index]!.object);
+    if (pending.length > 0) throw moving(objects[pending[0]!.index]!);
     return results;
   }
 
