@@ -1,4 +1,4 @@
-import { cpuAt, peakUntil, s0s1Deciles } from './bench-common';
+import { cpuAt, peakUntil, s0s1Deciles, sealedAtOnce } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -46,6 +46,20 @@ describe('s0s1Deciles (S0→S1 by tenth of the move, split at relay-ready)', () 
 
   test('units that never reached S1 are left out', () => {
     expect(s0s1Deciles(s0, ready, new Map(), new Map())).toBe('deciles: no unit reached S1');
+  });
+});
+
+describe('sealedAtOnce (units between S0 and S1)', () => {
+  test('the mean over the span from the first seal to the last cutover, and the most at one time', () => {
+    const s0 = new Map([['a', 0], ['b', 0], ['c', 10], ['lost', 5]]);
+    const s1 = new Map([['a', 10], ['b', 20], ['c', 20]]);
+    // 0–10: a and b; 10–20: b and c (a stops as c seals): 2 throughout
+    expect(sealedAtOnce(s0, s1)).toEqual({ mean: 2, max: 2 });
+    expect(sealedAtOnce(new Map([['a', 0], ['b', 5]]), new Map([['a', 10], ['b', 20]]))).toEqual({ mean: 1.25, max: 2 });
+  });
+
+  test('no unit with both stamps: NaN', () => {
+    expect(sealedAtOnce(new Map([['a', 0]]), new Map())).toEqual({ mean: NaN, max: NaN });
   });
 });
 

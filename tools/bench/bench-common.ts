@@ -126,6 +126,31 @@ export function s0s1Deciles(s0: [string, number][], ready: Map<string, number>, 
   return rows.join('\n');
 }
 
+/**
+ * How many units were sealed at once (between their S0 and S1, the seal window's use): the mean over the time from
+ * the first S0 to the last S1, and the most at one time. A stop at the same stamp as a seal counts first.
+ */
+export function sealedAtOnce(s0: Map<string, number>, s1: Map<string, number>): { mean: number; max: number } {
+  const edges: [number, number][] = [];
+  for (const [u, at] of s1) {
+    const sealed = s0.get(u);
+    if (sealed === undefined) continue;
+    edges.push([sealed, 1], [at, -1]);
+  }
+  if (edges.length === 0) return { mean: NaN, max: NaN };
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let max = 0;
+  let area = 0;
+  for (let i = 0; i < edges.length; i++) {
+    if (i > 0) area += open * (edges[i]![0] - edges[i - 1]![0]);
+    open += edges[i]![1];
+    max = Math.max(max, open);
+  }
+  const span = edges[edges.length - 1]![0] - edges[0]![0];
+  return { mean: span > 0 ? area / span : max, max };
+}
+
 /** Runs `count` tasks with at most `limit` in flight. */
 export async function pool(count: number, limit: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;

@@ -27,7 +27,7 @@ import {
   type Stores,
   type UnitEvent,
 } from '../../runtime';
-import { actorId, Entry, PAD, pool, sortNum, pct, type EntryState } from './bench-common';
+import { actorId, Entry, PAD, pool, sealedAtOnce, sortNum, pct, type EntryState } from './bench-common';
 
 export interface NodeConfig {
   readonly role: 'source' | 'target';
@@ -333,6 +333,7 @@ export class BenchNode {
       rssPeakMB: this.rssPeak / 2 ** 20,
       rssSamples: this.rssSamples,
       s0s1: summary(s0s1),
+      sealedAtOnce: sealedAtOnce(s0s, s1s),
       s2s3: summary(s2s3),
       // per-unit wall-clock stamps for same-machine correlation by the orchestrator
       s1: [...s1s],

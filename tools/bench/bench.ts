@@ -155,6 +155,8 @@ interface UnitStats {
   /** (wall clock ms, RSS MiB) pairs, flat (bench-node.ts). */
   rssSamples: number[];
   s0s1: { count: number; p50: number; p99: number; max: number };
+  /** Units between S0 and S1 at once (the seal window in use): mean over the move and most (source). */
+  sealedAtOnce: { mean: number; max: number };
   s2s3: { count: number; p50: number; p99: number; max: number };
   s1: [string, number][];
   s2: [string, number][];
@@ -393,6 +395,7 @@ async function main(): Promise<void> {
           ownersReadOnTargetMs: round(reloc.ownedMs),
           ownersNotOnTarget: reloc.notOwned,
           s0s1: ss.s0s1,
+          sealedAtOnce: { mean: round(ss.sealedAtOnce.mean), max: ss.sealedAtOnce.max },
           targetResumeS2S3: ts.s2s3,
           casAfterS1: { units: matchedUnits, p50: pct(casAfterS1, 50), p99: pct(casAfterS1, 99), max: casAfterS1[casAfterS1.length - 1] ?? NaN, min: casAfterS1[0] ?? NaN },
           fallbacksFromUnitEvents: ts.fellBack,
@@ -540,6 +543,7 @@ type Results = {
       ownersOnTargetMs: number;
       ownersReadOnTargetMs: number;
       s0s1: { p50: number; p99: number; max: number };
+      sealedAtOnce?: { mean: number; max: number };
       targetResumeS2S3: { p99: number };
       casAfterS1: { units: number; p50: number; p99: number; max: number };
       fallbacksFromUnitEvents: number;
@@ -588,6 +592,7 @@ function printTable(r: Results): void {
     ],
     ['zlink', 'zlinkMs / floor', `${r.zlinkMs} ms  (${r.zlinkOverFloor}× floor, ${r.usPerUnit} µs/unit)`],
     ['zlink', 'S0→S1 p50 / p99 / max', `${z.s0s1.p50} / ${z.s0s1.p99} / ${z.s0s1.max} ms  [source clock]`],
+    ['zlink', 'units sealed at once (S0 to S1) mean / most', z.sealedAtOnce ? `${z.sealedAtOnce.mean} / ${z.sealedAtOnce.max}  (the seal window in use: 128 unless the S0→S1 tail has room)` : 'not recorded'],
     ['zlink', 'target resume S2→S3 p99', `${z.targetResumeS2S3.p99} ms  [target clock]`],
     ['zlink', 'target CAS (S2) − source S1 p50 / p99 / max', `${z.casAfterS1.p50} / ${z.casAfterS1.p99} / ${z.casAfterS1.max} ms  (${z.casAfterS1.units} units; ${z.rss.oneProcess ? 'one process' : '2 processes, same machine'} wall clock — correlation, not a §8 metric)`],
     [

@@ -59,7 +59,7 @@ type Ctl =
   | { type: 'done' };
 
 /** The seal window's units (seal-gate.ts, 128 at 100k units) in parcels of PARCEL_MAX_UNITS. */
-const SEAL_WINDOW_PARCELS = Math.max(1, Math.floor(SEAL_GATE_DEFAULTS.maxWindow / PARCEL_MAX_UNITS));
+const SEAL_WINDOW_PARCELS = Math.max(1, Math.floor(SEAL_GATE_DEFAULTS.softWindow / PARCEL_MAX_UNITS));
 const cpuMs = (): number => {
   const c = process.cpuUsage();
   return (c.user + c.system) / 1000;

@@ -101,23 +101,68 @@ describe('SealGate', () => {
     expect(gate.size).toBeGreaterThanOrEqual(8);
   });
 
-  test('by default no more than 128 units are sealed at once, however fast they complete', async () => {
+  test('by default 128 units at once until 2,048 stops show the tail has room, then more, up to the bound', async () => {
     const gate = new SealGate();
-    expect(SEAL_GATE_DEFAULTS.maxWindow).toBe(128);
+    expect([SEAL_GATE_DEFAULTS.softWindow, SEAL_GATE_DEFAULTS.maxWindow]).toEqual([128, 256]);
     let sealed = 0;
     let most = 0;
-    // A thousand units that each cut over in 1 ms: every round stays under the target, so the window only grows.
-    const units = Array.from({ length: 1000 }, () =>
-      acquire(gate).then(async () => {
-        most = Math.max(most, ++sealed);
-        await flush();
-        sealed--;
-        gate.release(1);
-      }),
-    );
-    await Promise.all(units);
-    expect(gate.size).toBe(128);
+    // Units that each cut over in 1 ms: every round stays under the target, so the window only grows.
+    const run = (count: number) =>
+      Promise.all(
+        Array.from({ length: count }, () =>
+          acquire(gate).then(async () => {
+            most = Math.max(most, ++sealed);
+            await flush();
+            sealed--;
+            gate.release(1);
+          }),
+        ),
+      );
+    await run(2000);
+    expect(gate.size).toBe(128); // fewer stops than the tail needs: the soft window holds
     expect(most).toBe(128);
+    await run(4000);
+    expect(gate.size).toBe(256);
+    expect(most).toBe(256);
+  });
+
+  /**
+   * Fills the window and gives every permit back with the stop `stopMs(k)` (k counts over every call), `rounds`
+   * times; answers the largest window seen on the way.
+   */
+  const counter = { k: 0 };
+  const cycle = (gate: SealGate, rounds: number, stopMs: (k: number) => number): number => {
+    let largest = gate.size;
+    for (let r = 0; r < rounds; r++) {
+      while (gate.tryAcquire());
+      for (let i = gate.sealed; i > 0; i--) {
+        gate.release(stopMs(counter.k++));
+        largest = Math.max(largest, gate.size);
+      }
+    }
+    return largest;
+  };
+  const fast = () => 2;
+  /** One stop in 16 over the target: the p99 goes over it, an eighth of a large round does not. */
+  const someSlow = (k: number) => (k % 16 === 0 ? 100 : 2);
+
+  test('past the soft window it grows only while the recent p99 stays under the target, and falls back at once when not', () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, softWindow: 8, maxWindow: 32 });
+    expect(cycle(gate, 200, fast)).toBe(8); // 1,600 stops: too few to tell the tail (the ring holds 2,048)
+    cycle(gate, 100, fast);
+    expect(gate.size).toBe(32);
+    // At 32 a round is 16 stops, one of them slow: the round rule keeps the window; the tail takes it back to 8
+    // once more than 1% of the last 2,048 stops were slow (~340 stops in).
+    expect(cycle(gate, 9, someSlow)).toBe(32);
+    expect(gate.size).toBe(32);
+    cycle(gate, 3, someSlow);
+    expect(gate.size).toBe(8);
+    // While the tail stays over the target the window never goes past the soft bound (below it the round rule
+    // decides, as without one), not until the slow stops have left the ring.
+    expect(cycle(gate, 200, someSlow)).toBeLessThanOrEqual(8);
+    expect(cycle(gate, 100, fast)).toBeLessThanOrEqual(8);
+    cycle(gate, 300, fast);
+    expect(gate.size).toBe(32);
   });
 
   test('a stopped gate rejects every waiter and every later wait with the reason; permits still come back', async () => {

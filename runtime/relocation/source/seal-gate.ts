@@ -20,25 +20,38 @@ export interface SealGateOptions {
   readonly initialWindow: number;
   readonly minWindow: number;
   readonly maxWindow: number;
+  /**
+   * Above this many sealed units the window grows only while the recent S0→S1 tail (p99 of the last
+   * TAIL_SAMPLES stops) stays under `targetStopMs`, and falls back to it as soon as the tail goes over (see
+   * SEAL_GATE_DEFAULTS). Without it (tests) the window may grow to `maxWindow` on the round rule alone.
+   */
+  readonly softWindow?: number;
 }
 
 /**
- * At most 128 units sealed at once (fewer for small relocations: sealWindowBound). A stall on either side — a 20–40 ms
- * scavenge, a descheduled process — delays every sealed unit together, so the sealed set, not the typical round trip,
- * sets the S0→S1 tail; and a large set moves as convoys, each step of a few hundred units one task on each side.
- * Measured with `npm run bench -- --n 100000` (2 cores): with up to 1,024 the window moved between about 100 and 900
- * units, S0→S1 p99 was 83–121 ms, and the 2% slowest units of a 10k move were all sealed within 10 ms of each other
- * (one stall); with 128, p99 40–62 ms (p50 8–11 ms); 160 gave p99 53–59 ms. The price: at most 128 units per
- * seal-to-cutover round trip, so the move took as long as with 1,024 while the machine was lightly loaded (10.7–11.1 s
- * against 9.9–12.2 s) and 20–30% longer when it was slow (12.6–13.3 s against 9.6–11.7 s). On a faster 2-core machine
- * (floor ~0.8 s at 100k, three alternated runs each) the window stays at 128 through the move and its rate is 128
- * over the mean S0→S1 (~8 ms, mostly each host waiting for the other's event loop): 256 and the share bound (390)
- * both moved 100k ~9% faster by the medians, with S0→S1 p99 35–43 and 48–54 ms against 23–29.
+ * At most 128 units sealed at once unless the tail has room (`softWindow`; fewer for small relocations:
+ * sealWindowBound). A stall on either side — a 20–40 ms scavenge, a descheduled process — delays every sealed unit
+ * together, so the sealed set, not the typical round trip, sets the S0→S1 tail; and a large set moves as convoys, each
+ * step of a few hundred units one task on each side. Measured with `npm run bench -- --n 100000` (2 cores): with up to
+ * 1,024 the window moved between about 100 and 900 units, S0→S1 p99 was 83–121 ms, and the 2% slowest units of a 10k
+ * move were all sealed within 10 ms of each other (one stall); with 128, p99 40–62 ms (p50 8–11 ms); 160 gave p99
+ * 53–59 ms. The price of a fixed 128: at most 128 units per seal-to-cutover round trip. On a faster 2-core machine
+ * (floor ~0.85 s at 100k) the window stays at 128 through the move with S0→S1 p99 15–23 ms, and its rate (128 over
+ * the mean S0→S1) bounds the move. There, in alternated runs against a fixed 128 (five pairs each): past 128 while the
+ * recent p99 stays under the target, up to 256, moved 100k in 0.86–0.97× the time (median 0.93×) with p99 23–28 ms;
+ * up to 512 (the 1/256 share: 390) only 0.86–1.05× (median 0.95×) with p99 29–40 ms — a stall then delays more
+ * units than the window gains. A slow machine, whose p99 at 128 is already over the target, stays at 128.
  */
-export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs: 25, initialWindow: 16, minWindow: 4, maxWindow: 128 });
+export const SEAL_GATE_DEFAULTS: Required<SealGateOptions> = Object.freeze({
+  targetStopMs: 25,
+  initialWindow: 16,
+  minWindow: 4,
+  softWindow: 128,
+  maxWindow: 256,
+});
 
 /**
- * The bound for one relocation of `units` units: at most 128 (SEAL_GATE_DEFAULTS), and at most 1/256 of its units
+ * The bound for one relocation of `units` units: at most 256 (SEAL_GATE_DEFAULTS), and at most 1/256 of its units
  * (never under 32). A stall delays every sealed unit at once, so this also bounds the share of a host's units one
  * stall can push over the target: under 0.4% from 8,192 units up (below that the floor of 32 is the bound, a larger
  * share of a small move), so it takes three stalls, not two, to reach the 1% slowest. At 10k units
@@ -48,7 +61,8 @@ export const SEAL_GATE_DEFAULTS: SealGateOptions = Object.freeze({ targetStopMs:
  * and 55 → 36 ms (ranges 30–63 → 24–39), owner CAS − S1 p99 32–68 → 21–43 ms; the move as long in the first set and
  * longer in the others (medians +15% and +29%: smaller batches, more CPU per unit), with runs of one code varying
  * 1.5× within a set. Tried before the seal window moved as a stream of small parcels, 1/256 made the move 20–70% longer.
- * The tail is what §8 bounds per unit; a 10k move stays far inside its deadline. 100k units keep the 128 bound.
+ * The tail is what §8 bounds per unit; a 10k move stays far inside its deadline. Up to 32,768 units the bound is
+ * at most the soft window (128), so only larger moves can go past it (from 65,536 units: 256).
  */
 export function sealWindowBound(units: number): number {
   return Math.min(SEAL_GATE_DEFAULTS.maxWindow, Math.max(MIN_BOUND, Math.floor(units / SHARE_DIVISOR)));
@@ -60,6 +74,13 @@ const MIN_BOUND = 32;
 const BASE_LATENCY_FACTOR = 4;
 /** A round whose completions went over the bar in more than 1 / OVER_SHARE of cases shrinks the window. */
 const OVER_SHARE = 8;
+/**
+ * The recent tail above the soft window: p99 of the last TAIL_SAMPLES stops, in 1 ms buckets up to TAIL_BUCKETS ms
+ * (longer stops count in the last one). A fixed ring and histogram: the same work per completion whatever the move's size.
+ */
+const TAIL_SAMPLES = 2048;
+const TAIL_BUCKETS = 256;
+const TAIL_SHARE = 100;
 
 /** A unit waiting for its permit: told once, `permitted` or `gateStopped` (the unit itself: no allocation per waiter). */
 export interface PermitWaiter {
@@ -80,9 +101,16 @@ export class SealGate {
   private skip = 0;
   private minStopMs = Number.POSITIVE_INFINITY;
   private stopped: Error | undefined;
+  private readonly softWindow: number;
+  /** The last TAIL_SAMPLES stops (ms, bucketed) and their histogram, for the tail above the soft window. */
+  private readonly recent = new Uint8Array(TAIL_SAMPLES);
+  private readonly histogram = new Uint32Array(TAIL_BUCKETS);
+  private recentCount = 0;
+  private recentNext = 0;
 
   constructor(private readonly options: SealGateOptions = SEAL_GATE_DEFAULTS) {
     this.window = options.initialWindow;
+    this.softWindow = Math.min(options.softWindow ?? options.maxWindow, options.maxWindow);
   }
 
   get size(): number {
@@ -142,6 +170,7 @@ export class SealGate {
   private observe(stopMs: number): void {
     const { targetStopMs, minWindow, maxWindow } = this.options;
     this.minStopMs = Math.min(this.minStopMs, stopMs);
+    if (this.softWindow < maxWindow) this.record(stopMs);
     if (this.skip > 0) return void this.skip--;
     this.seen++;
     // Queueing is told from base latency (a few times the shortest stop seen), not from the target alone: on a slow or
@@ -152,9 +181,41 @@ export class SealGate {
     if (this.over * OVER_SHARE > this.seen) {
       this.window = Math.max(minWindow, this.window - Math.max(1, this.window >> 2));
       this.skip = this.inFlight;
-    } else if (this.over === 0) this.window = Math.min(maxWindow, this.window + Math.max(1, this.window >> 2));
+    } else if (this.window > this.softWindow && this.tailOver(targetStopMs)) {
+      // Past the soft window the extra units are only worth it while the tail has room: back to it at once.
+      this.window = this.softWindow;
+      this.skip = this.inFlight;
+    } else if (this.over === 0) {
+      const grown = this.window + Math.max(1, this.window >> 2);
+      const bound = grown > this.softWindow && this.tailOver(targetStopMs) ? Math.max(this.window, this.softWindow) : maxWindow;
+      this.window = Math.min(bound, grown);
+    }
     this.seen = 0;
     this.over = 0;
+  }
+
+  private record(stopMs: number): void {
+    const bucket = Math.min(TAIL_BUCKETS - 1, Math.max(0, Math.floor(stopMs)));
+    if (this.recentCount === TAIL_SAMPLES) this.histogram[this.recent[this.recentNext]!]!--;
+    else this.recentCount++;
+    this.recent[this.recentNext] = bucket;
+    this.histogram[bucket]!++;
+    this.recentNext = (this.recentNext + 1) % TAIL_SAMPLES;
+  }
+
+  /**
+   * Whether the recent p99 S0→S1 is over `barMs` (or too few stops were seen to tell: a full ring first). Walks the
+   * histogram from the top: at most TAIL_BUCKETS steps, once per round (at least 64 completions past the soft window).
+   */
+  private tailOver(barMs: number): boolean {
+    if (this.recentCount < TAIL_SAMPLES) return true;
+    let above = 0;
+    const allowed = Math.floor(this.recentCount / TAIL_SHARE);
+    for (let ms = TAIL_BUCKETS - 1; ms >= barMs; ms--) {
+      above += this.histogram[ms]!;
+      if (above > allowed) return true;
+    }
+    return false;
   }
 
   /** Permits granted and not told yet: told together in one microtask (after the step that freed them). */
