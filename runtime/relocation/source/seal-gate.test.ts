@@ -165,6 +165,35 @@ describe('SealGate', () => {
     expect(gate.size).toBe(32);
   });
 
+  test('it goes past the soft window only with a tail under four fifths of the target, and stays past it up to the target', () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, softWindow: 8, maxWindow: 32 });
+    /** One stop in 16 at 18 ms: under the target, over four fifths of it. */
+    const nearTarget = (k: number) => (k % 16 === 0 ? 18 : 2);
+    expect(cycle(gate, 600, nearTarget)).toBe(8); // a tail that hovers near the target keeps the soft window
+    cycle(gate, 600, fast);
+    expect(gate.size).toBe(32);
+    expect(cycle(gate, 300, nearTarget)).toBe(32); // once past it, a tail under the target does not take it back
+    expect(gate.size).toBe(32);
+  });
+
+  test('after each fall back it waits twice as many stops as the last time before it goes past the soft window again', () => {
+    const gate = new SealGate({ targetStopMs: 20, initialWindow: 8, minWindow: 2, softWindow: 8, maxWindow: 32 });
+    cycle(gate, 300, fast);
+    expect(gate.size).toBe(32);
+    const fallBack = () => {
+      for (let n = 0; gate.size > 8 && n < 100; n++) cycle(gate, 1, someSlow);
+      expect(gate.size).toBe(8);
+    };
+    fallBack();
+    cycle(gate, 300, fast); // 2,400 stops: the slow ones left the ring, and the first wait (2,048 stops) is over
+    expect(gate.size).toBe(32);
+    fallBack();
+    cycle(gate, 300, fast); // the ring is clean again, but the second wait is 4,096 stops
+    expect(gate.size).toBe(8);
+    cycle(gate, 250, fast);
+    expect(gate.size).toBe(32);
+  });
+
   test('a stopped gate rejects every waiter and every later wait with the reason; permits still come back', async () => {
     const gate = new SealGate({ targetStopMs: 20, initialWindow: 1, minWindow: 1, maxWindow: 4 });
     await acquire(gate);

@@ -21,9 +21,10 @@ export interface SealGateOptions {
   readonly minWindow: number;
   readonly maxWindow: number;
   /**
-   * Above this many sealed units the window grows only while the recent S0→S1 tail (p99 of the last
-   * TAIL_SAMPLES stops) stays under `targetStopMs`, and falls back to it as soon as the tail goes over (see
-   * SEAL_GATE_DEFAULTS). Without it (tests) the window may grow to `maxWindow` on the round rule alone.
+   * Above this many sealed units the window grows only while the recent S0→S1 tail (p99 of the last TAIL_SAMPLES
+   * stops) is under 4/5 of `targetStopMs`, and falls back to it as soon as the tail goes over `targetStopMs`, trying
+   * again only after twice as many stops as the last time (see SEAL_GATE_DEFAULTS). Without it (tests) the window may
+   * grow to `maxWindow` on the round rule alone.
    */
   readonly softWindow?: number;
 }
@@ -36,11 +37,14 @@ export interface SealGateOptions {
  * 1,024 the window moved between about 100 and 900 units, S0→S1 p99 was 83–121 ms, and the 2% slowest units of a 10k
  * move were all sealed within 10 ms of each other (one stall); with 128, p99 40–62 ms (p50 8–11 ms); 160 gave p99
  * 53–59 ms. The price of a fixed 128: at most 128 units per seal-to-cutover round trip. On a faster 2-core machine
- * (floor ~0.85 s at 100k) the window stays at 128 through the move with S0→S1 p99 15–23 ms, and its rate (128 over
- * the mean S0→S1) bounds the move. There, in alternated runs against a fixed 128 (five pairs each): past 128 while the
- * recent p99 stays under the target, up to 256, moved 100k in 0.86–0.97× the time (median 0.93×) with p99 23–28 ms;
- * up to 512 (the 1/256 share: 390) only 0.86–1.05× (median 0.95×) with p99 29–40 ms — a stall then delays more
- * units than the window gains. A slow machine, whose p99 at 128 is already over the target, stays at 128.
+ * (floor ~0.85 s at 100k) the window stays at 128 through the move with S0→S1 p99 15–25 ms, and its rate (128 over
+ * the mean S0→S1) bounds the move. So past 128 (`softWindow`), up to 256, the window grows only while the p99 of the
+ * last 2,048 stops is under 4/5 of the target, falls back to 128 as soon as it is over the target, and tries again
+ * only after twice as many stops as the last wait. Alternated runs against a fixed 128 on that machine: the move
+ * 0.75–0.97× as long (four pairs, median 0.875×), p99 22–30 ms against 21–25; beside a busy loop (a loaded machine),
+ * p99 32–36 against 28–42 (three pairs). Without the hysteresis and the wait, p99 under load was 32–40 ms; up to 512
+ * (the 1/256 share: 390) gained less (median 0.95×, five pairs) with p99 29–40 ms: a stall then delays more units
+ * than the window gains.
  */
 export const SEAL_GATE_DEFAULTS: Required<SealGateOptions> = Object.freeze({
   targetStopMs: 25,
@@ -81,6 +85,8 @@ const OVER_SHARE = 8;
 const TAIL_SAMPLES = 2048;
 const TAIL_BUCKETS = 256;
 const TAIL_SHARE = 100;
+/** The share of the target the recent p99 must stay under for the window to grow past the soft window. */
+const TAIL_GROW_SHARE = 0.8;
 
 /** A unit waiting for its permit: told once, `permitted` or `gateStopped` (the unit itself: no allocation per waiter). */
 export interface PermitWaiter {
@@ -107,6 +113,10 @@ export class SealGate {
   private readonly histogram = new Uint32Array(TAIL_BUCKETS);
   private recentCount = 0;
   private recentNext = 0;
+  /** Stops recorded, and from which count the window may go past the soft window again (after a fall back). */
+  private stops = 0;
+  private retryAt = 0;
+  private holdoff = TAIL_SAMPLES;
 
   constructor(private readonly options: SealGateOptions = SEAL_GATE_DEFAULTS) {
     this.window = options.initialWindow;
@@ -182,13 +192,18 @@ export class SealGate {
       this.window = Math.max(minWindow, this.window - Math.max(1, this.window >> 2));
       this.skip = this.inFlight;
     } else if (this.window > this.softWindow && this.tailOver(targetStopMs)) {
-      // Past the soft window the extra units are only worth it while the tail has room: back to it at once.
+      // Past the soft window the extra units are only worth it while the tail has room: back to it at once, and the
+      // next try only after twice as many stops as the last wait (a machine where stalls keep coming stops trying).
       this.window = this.softWindow;
       this.skip = this.inFlight;
+      this.retryAt = this.stops + this.holdoff;
+      this.holdoff *= 2;
     } else if (this.over === 0) {
+      // Growing past it takes a tail well under the target (hysteresis): a tail that hovers at the target, as on a
+      // loaded machine, keeps the soft window instead of going past it and back.
       const grown = this.window + Math.max(1, this.window >> 2);
-      const bound = grown > this.softWindow && this.tailOver(targetStopMs) ? Math.max(this.window, this.softWindow) : maxWindow;
-      this.window = Math.min(bound, grown);
+      const room = this.stops >= this.retryAt && !this.tailOver(targetStopMs * TAIL_GROW_SHARE);
+      this.window = Math.min(grown > this.softWindow && !room ? Math.max(this.window, this.softWindow) : maxWindow, grown);
     }
     this.seen = 0;
     this.over = 0;
@@ -198,6 +213,7 @@ export class SealGate {
     const bucket = Math.min(TAIL_BUCKETS - 1, Math.max(0, Math.floor(stopMs)));
     if (this.recentCount === TAIL_SAMPLES) this.histogram[this.recent[this.recentNext]!]!--;
     else this.recentCount++;
+    this.stops++;
     this.recent[this.recentNext] = bucket;
     this.histogram[bucket]!++;
     this.recentNext = (this.recentNext + 1) % TAIL_SAMPLES;
