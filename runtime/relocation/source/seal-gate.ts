@@ -202,8 +202,8 @@ export class SealGate {
       // Growing past it takes a tail well under the target (hysteresis): a tail that hovers at the target, as on a
       // loaded machine, keeps the soft window instead of going past it and back.
       const grown = this.window + Math.max(1, this.window >> 2);
-      const room = this.stops >= this.retryAt && !this.tailOver(targetStopMs * TAIL_GROW_SHARE);
-      this.window = Math.min(grown > this.softWindow && !room ? Math.max(this.window, this.softWindow) : maxWindow, grown);
+      const room = grown <= this.softWindow || (this.stops >= this.retryAt && !this.tailOver(targetStopMs * TAIL_GROW_SHARE));
+      this.window = Math.min(room ? maxWindow : Math.max(this.window, this.softWindow), grown);
     }
     this.seen = 0;
     this.over = 0;
