@@ -592,7 +592,7 @@ function printTable(r: Results): void {
     ],
     ['zlink', 'zlinkMs / floor', `${r.zlinkMs} ms  (${r.zlinkOverFloor}× floor, ${r.usPerUnit} µs/unit)`],
     ['zlink', 'S0→S1 p50 / p99 / max', `${z.s0s1.p50} / ${z.s0s1.p99} / ${z.s0s1.max} ms  [source clock]`],
-    ['zlink', 'units sealed at once (S0 to S1) mean / most', z.sealedAtOnce ? `${z.sealedAtOnce.mean} / ${z.sealedAtOnce.max}  (the seal window in use: 128 unless the S0→S1 tail has room)` : 'not recorded'],
+    ['zlink', 'units sealed at once (S0 to S1) mean / most', z.sealedAtOnce ? `${z.sealedAtOnce.mean} / ${z.sealedAtOnce.max}  (the seal window in use; at most 128 unless the S0→S1 tail has room)` : 'not recorded'],
     ['zlink', 'target resume S2→S3 p99', `${z.targetResumeS2S3.p99} ms  [target clock]`],
     ['zlink', 'target CAS (S2) − source S1 p50 / p99 / max', `${z.casAfterS1.p50} / ${z.casAfterS1.p99} / ${z.casAfterS1.max} ms  (${z.casAfterS1.units} units; ${z.rss.oneProcess ? 'one process' : '2 processes, same machine'} wall clock — correlation, not a §8 metric)`],
     [

@@ -95,8 +95,8 @@ describe('source unit actors (memory+in-process)', () => {
       else if (e.state === 'cutOver' || e.state === 'restored') sealed--;
     });
     await relocate(source);
-    // Units that cut over fast grow the window to its bound within a few rounds: with a large relocation's soft
-    // bound of 128 this move sealed 128 at once. (A loaded machine may keep it smaller; it never goes above.)
+    // Units that cut over fast grow the window to its bound within a few rounds; this move's bound is 32 (1/256 of
+    // 2,000 units is less). (A loaded machine may keep it smaller; it never goes above.)
     expect(most).toBeLessThanOrEqual(32);
   });
 
