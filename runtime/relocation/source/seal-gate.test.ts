@@ -194,6 +194,43 @@ describe('SealGate', () => {
     expect(gate.size).toBe(32);
   });
 
+  /** One stop in 32 at 60 ms (3%: over the p99, far under the round rule's eighth), the rest 5 ms. */
+  const stalls = (k: number) => (k % 32 === 0 ? 60 : 5);
+
+  test('by default a recent p99 over 40 ms shrinks the window by a quarter a time, to half the soft window at most', () => {
+    const gate = new SealGate({ ...SEAL_GATE_DEFAULTS, initialWindow: 128 });
+    expect(SEAL_GATE_DEFAULTS.tailLimitMs).toBe(40);
+    cycle(gate, 7, stalls); // 896 stops: fewer than the 1,024 the tail limit decides on
+    expect(gate.size).toBe(128);
+    cycle(gate, 1, stalls);
+    expect(gate.size).toBe(96);
+    // The ring started again: the next cut needs 1,024 more stops, and the window never goes under 64.
+    cycle(gate, 8, stalls);
+    expect(gate.size).toBe(96);
+    cycle(gate, 40, stalls);
+    expect(gate.size).toBe(64);
+  });
+
+  test('after the tail limit cut it the window grows only once enough later stops show a tail under 4/5 of the limit', () => {
+    const gate = new SealGate({ ...SEAL_GATE_DEFAULTS, initialWindow: 128 });
+    cycle(gate, 8, stalls);
+    expect(gate.size).toBe(96);
+    // 12 stops at 35 ms (under the limit: no cut; over 4/5 of it) among the next 192, three a round (the round rule
+    // neither shrinks nor grows), then only 5 ms: rounds with nothing over the target, which alone would grow it.
+    let j = 0;
+    const after = () => (++j <= 192 && j % 16 === 0 ? 35 : 5);
+    expect(cycle(gate, 10, after)).toBe(96); // 960 stops: too few to tell, then 12 of 1,024 over 32 ms
+    cycle(gate, 30, after); // from 1,200 stops the 12 are 1% or less
+    expect(gate.size).toBeGreaterThanOrEqual(128);
+  });
+
+  test('the tail limit is never under four times the shortest stop seen (a slow link is not a stall)', () => {
+    const gate = new SealGate({ ...SEAL_GATE_DEFAULTS, initialWindow: 128 });
+    // Every unit's own round trips take 30–45 ms here: p99 45 ms is the link, not queueing behind a stall.
+    cycle(gate, 40, (k) => 30 + (k % 16));
+    expect(gate.size).toBe(128);
+  });
+
   test('a stopped gate rejects every waiter and every later wait with the reason; permits still come back', async () => {
     const gate = new SealGate({ targetStopMs: 20, initialWindow: 1, minWindow: 1, maxWindow: 4 });
     await acquire(gate);

@@ -27,6 +27,13 @@ export interface SealGateOptions {
    * grow to `maxWindow` on the round rule alone.
    */
   readonly softWindow?: number;
+  /**
+   * The recent S0→S1 tail (p99 of the last TAIL_SAMPLES stops, at least TAIL_DECIDE of them) the window keeps under at
+   * any size: over it the window shrinks by a quarter, never below half the soft window, and grows again only once as
+   * many later stops show a tail under 4/5 of it (see SEAL_GATE_DEFAULTS). Never lower than a few times the shortest
+   * stop seen, as the round rule's bar. Without it (tests) only the round rule and the soft window decide.
+   */
+  readonly tailLimitMs?: number;
 }
 
 /**
@@ -45,6 +52,12 @@ export interface SealGateOptions {
  * p99 32–36 against 28–42 (three pairs). Without the hysteresis and the wait, p99 under load was 32–40 ms; up to 512
  * (the 1/256 share: 390) gained less (median 0.95×, five pairs) with p99 29–40 ms: a stall then delays more units
  * than the window gains.
+ *
+ * The tail limit (40 ms) is for the other way round: in a slow phase of the same machine (100k floor 1.5–2.0 s, the
+ * move 7.2–11 s) 128 sealed units left S0→S1 p99 at 37–54 ms and owner CAS − S1 p99 at 39–55 ms (nine runs), the
+ * round rule unmoved (its bar is an eighth of a round over the target, not 1%). With the limit, four alternated pairs:
+ * p99 32 / 43 / 36 / 33 against 40 / 46 / 37 / 40 ms, CAS − S1 p99 35 / 44 / 38 / 31 against 55 / 46 / 39 / 41, the
+ * move 0.89–1.10× as long (median 1.0×), 98–120 units sealed on average against 113–118.
  */
 export const SEAL_GATE_DEFAULTS: Required<SealGateOptions> = Object.freeze({
   targetStopMs: 25,
@@ -52,6 +65,7 @@ export const SEAL_GATE_DEFAULTS: Required<SealGateOptions> = Object.freeze({
   minWindow: 4,
   softWindow: 128,
   maxWindow: 256,
+  tailLimitMs: 40,
 });
 
 /**
@@ -87,6 +101,8 @@ const TAIL_BUCKETS = 256;
 const TAIL_SHARE = 100;
 /** The share of the target the recent p99 must stay under for the window to grow past the soft window. */
 const TAIL_GROW_SHARE = 0.8;
+/** Stops the tail limit decides on: after it shrank the window, the ring starts again and fills this far first. */
+const TAIL_DECIDE = TAIL_SAMPLES / 2;
 
 /** A unit waiting for its permit: told once, `permitted` or `gateStopped` (the unit itself: no allocation per waiter). */
 export interface PermitWaiter {
@@ -117,6 +133,8 @@ export class SealGate {
   private stops = 0;
   private retryAt = 0;
   private holdoff = TAIL_SAMPLES;
+  /** The tail limit shrank the window: it grows only once the tail is back under 4/5 of the limit. */
+  private tailLimited = false;
 
   constructor(private readonly options: SealGateOptions = SEAL_GATE_DEFAULTS) {
     this.window = options.initialWindow;
@@ -180,7 +198,7 @@ export class SealGate {
   private observe(stopMs: number): void {
     const { targetStopMs, minWindow, maxWindow } = this.options;
     this.minStopMs = Math.min(this.minStopMs, stopMs);
-    if (this.softWindow < maxWindow) this.record(stopMs);
+    if (this.softWindow < maxWindow || this.options.tailLimitMs !== undefined) this.record(stopMs);
     if (this.skip > 0) return void this.skip--;
     this.seen++;
     // Queueing is told from base latency (a few times the shortest stop seen), not from the target alone: on a slow or
@@ -198,7 +216,15 @@ export class SealGate {
       this.skip = this.inFlight;
       this.retryAt = this.stops + this.holdoff;
       this.holdoff *= 2;
-    } else if (this.over === 0) {
+    } else if (this.window > this.tailFloor() && this.tailLimit() !== undefined && this.recentCount >= TAIL_DECIDE && this.p99Over(this.tailLimit()!)) {
+      // §8's own target is 1 s, but a slow or loaded machine's stalls (scavenges of 30–60 ms) reached more than 1% of
+      // the units at 128 sealed: fewer sealed units, fewer caught by each stall. The ring starts again, so the next
+      // decision sees only stops sealed under the smaller window.
+      this.window = Math.max(this.tailFloor(), this.window - Math.max(1, this.window >> 2));
+      this.skip = this.inFlight;
+      this.tailLimited = true;
+      this.clearTail();
+    } else if (this.over === 0 && !this.heldByTail()) {
       // Growing past it takes a tail well under the target (hysteresis): a tail that hovers at the target, as on a
       // loaded machine, keeps the soft window instead of going past it and back.
       const grown = this.window + Math.max(1, this.window >> 2);
@@ -219,12 +245,41 @@ export class SealGate {
     this.recentNext = (this.recentNext + 1) % TAIL_SAMPLES;
   }
 
+  /** The tail limit in force: never under a few times the shortest stop seen (a unit's own round trips). */
+  private tailLimit(): number | undefined {
+    const limit = this.options.tailLimitMs;
+    return limit === undefined ? undefined : Math.max(limit, BASE_LATENCY_FACTOR * this.minStopMs);
+  }
+
+  /** The tail limit shrinks the window to half the soft window at most: past that, fewer units cost more than they save. */
+  private tailFloor(): number {
+    return Math.max(this.options.minWindow, this.softWindow >> 1);
+  }
+
+  /** After the tail limit shrank the window: no growth until enough later stops show a tail under 4/5 of the limit. */
+  private heldByTail(): boolean {
+    if (!this.tailLimited) return false;
+    if (this.recentCount < TAIL_DECIDE || this.p99Over(this.tailLimit()! * TAIL_GROW_SHARE)) return true;
+    this.tailLimited = false;
+    return false;
+  }
+
+  private clearTail(): void {
+    this.histogram.fill(0);
+    this.recentCount = 0;
+    this.recentNext = 0;
+  }
+
   /**
    * Whether the recent p99 S0→S1 is over `barMs` (or too few stops were seen to tell: a full ring first). Walks the
    * histogram from the top: at most TAIL_BUCKETS steps, once per round (at least 64 completions past the soft window).
    */
   private tailOver(barMs: number): boolean {
-    if (this.recentCount < TAIL_SAMPLES) return true;
+    return this.recentCount < TAIL_SAMPLES || this.p99Over(barMs);
+  }
+
+  /** Whether more than 1% of the stops in the ring were over `barMs`. */
+  private p99Over(barMs: number): boolean {
     let above = 0;
     const allowed = Math.floor(this.recentCount / TAIL_SHARE);
     for (let ms = TAIL_BUCKETS - 1; ms >= barMs; ms--) {
