@@ -93,8 +93,8 @@ const BASE_LATENCY_FACTOR = 4;
 /** A round whose completions went over the bar in more than 1 / OVER_SHARE of cases shrinks the window. */
 const OVER_SHARE = 8;
 /**
- * The recent tail above the soft window: p99 of the last TAIL_SAMPLES stops, in 1 ms buckets up to TAIL_BUCKETS ms
- * (longer stops count in the last one). A fixed ring and histogram: the same work per completion whatever the move's size.
+ * The recent tail (past the soft window, and the tail limit at any size): p99 of the last TAIL_SAMPLES stops, in 1 ms
+ * buckets up to TAIL_BUCKETS ms (longer stops count in the last one). A fixed ring and histogram: the same work per completion whatever the move's size.
  */
 const TAIL_SAMPLES = 2048;
 const TAIL_BUCKETS = 256;
@@ -124,7 +124,7 @@ export class SealGate {
   private minStopMs = Number.POSITIVE_INFINITY;
   private stopped: Error | undefined;
   private readonly softWindow: number;
-  /** The last TAIL_SAMPLES stops (ms, bucketed) and their histogram, for the tail above the soft window. */
+  /** The last TAIL_SAMPLES stops (ms, bucketed) and their histogram: the recent tail. */
   private readonly recent = new Uint8Array(TAIL_SAMPLES);
   private readonly histogram = new Uint32Array(TAIL_BUCKETS);
   private recentCount = 0;
@@ -206,6 +206,7 @@ export class SealGate {
     // for permits past its staging expiry (measured: a RollingUpdate under a loaded test run failed that way).
     if (stopMs > Math.max(targetStopMs, BASE_LATENCY_FACTOR * this.minStopMs)) this.over++;
     if (this.seen < Math.max(1, this.window >> 1)) return;
+    const tailLimit = this.tailLimit();
     if (this.over * OVER_SHARE > this.seen) {
       this.window = Math.max(minWindow, this.window - Math.max(1, this.window >> 2));
       this.skip = this.inFlight;
@@ -216,8 +217,8 @@ export class SealGate {
       this.skip = this.inFlight;
       this.retryAt = this.stops + this.holdoff;
       this.holdoff *= 2;
-    } else if (this.window > this.tailFloor() && this.tailLimit() !== undefined && this.recentCount >= TAIL_DECIDE && this.p99Over(this.tailLimit()!)) {
-      // §8's own target is 1 s, but a slow or loaded machine's stalls (scavenges of 30–60 ms) reached more than 1% of
+    } else if (tailLimit !== undefined && this.window > this.tailFloor() && this.recentCount >= TAIL_DECIDE && this.p99Over(tailLimit)) {
+      // §8's own target is 1 s, but a slow or loaded machine's stalls (scavenges of 30–74 ms) reached more than 1% of
       // the units at 128 sealed: fewer sealed units, fewer caught by each stall. The ring starts again, so the next
       // decision sees only stops sealed under the smaller window.
       this.window = Math.max(this.tailFloor(), this.window - Math.max(1, this.window >> 2));
