@@ -1,4 +1,4 @@
-import { cpuAt, peakUntil, s0s1Deciles, sealedAtOnce } from './bench-common';
+import { cpuAt, peakUntil, s0s1Deciles, sealedAtOnce, tenths } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -74,5 +74,19 @@ describe('peakUntil (peak RSS of the move from 100 ms samples)', () => {
     expect(peakUntil(samples, 500)).toBe(300);
     expect(peakUntil(samples, 5000)).toBe(900);
     expect(peakUntil([], 1000)).toBeNaN();
+  });
+});
+
+describe('tenths (how long each tenth of the units took to reach S1)', () => {
+  test('from the start to the first tenth, then tenth to tenth, in S1 order', () => {
+    // 20 units: S1 at 1010, 1020, … 1200 (given out of order); Relocate at 1000
+    const s1 = Array.from({ length: 20 }, (_, i) => 1200 - 10 * i);
+    expect(tenths(1000, s1)).toEqual([20, 20, 20, 20, 20, 20, 20, 20, 20, 20]);
+  });
+
+  test('a slow first tenth shows as its own figure; fewer units than tenths repeat the last stamp', () => {
+    expect(tenths(0, [500, 510, 520, 530, 540, 550, 560, 570, 580, 590])).toEqual([500, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
+    expect(tenths(0, [100, 300])).toEqual([100, 0, 0, 0, 0, 200, 0, 0, 0, 0]);
+    expect(tenths(0, [])).toEqual([]);
   });
 });

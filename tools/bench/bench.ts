@@ -37,7 +37,7 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
-import { actorId, compareSeen, cpuAt, installMetrics, pct, peakUntil, pool, s0s1Deciles, sleep, sortNum, STATE_BYTES } from './bench-common';
+import { actorId, compareSeen, cpuAt, installMetrics, pct, peakUntil, pool, s0s1Deciles, sleep, sortNum, STATE_BYTES, tenths } from './bench-common';
 import { forkHost, type ChildPeer } from '../child-host';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
@@ -396,6 +396,8 @@ async function main(): Promise<void> {
           ownersNotOnTarget: reloc.notOwned,
           s0s1: ss.s0s1,
           sealedAtOnce: { mean: round(ss.sealedAtOnce.mean), max: ss.sealedAtOnce.max },
+          // Source clock: from Relocate to the last S1 of each tenth of the units (the first one includes the cold start).
+          cutOverByTenthMs: tenths(reloc.startedAt, s1.values()).map((ms) => round(ms)),
           targetResumeS2S3: ts.s2s3,
           casAfterS1: { units: matchedUnits, p50: pct(casAfterS1, 50), p99: pct(casAfterS1, 99), max: casAfterS1[casAfterS1.length - 1] ?? NaN, min: casAfterS1[0] ?? NaN },
           fallbacksFromUnitEvents: ts.fellBack,
@@ -544,6 +546,7 @@ type Results = {
       ownersReadOnTargetMs: number;
       s0s1: { p50: number; p99: number; max: number };
       sealedAtOnce?: { mean: number; max: number };
+      cutOverByTenthMs?: number[];
       targetResumeS2S3: { p99: number };
       casAfterS1: { units: number; p50: number; p99: number; max: number };
       fallbacksFromUnitEvents: number;
@@ -593,6 +596,11 @@ function printTable(r: Results): void {
     ['zlink', 'zlinkMs / floor', `${r.zlinkMs} ms  (${r.zlinkOverFloor}× floor, ${r.usPerUnit} µs/unit)`],
     ['zlink', 'S0→S1 p50 / p99 / max', `${z.s0s1.p50} / ${z.s0s1.p99} / ${z.s0s1.max} ms  [source clock]`],
     ['zlink', 'units sealed at once (S0 to S1) mean / most', z.sealedAtOnce ? `${z.sealedAtOnce.mean} / ${z.sealedAtOnce.max}  (the seal window in use; at most 128 unless the S0→S1 tail has room)` : 'not recorded'],
+    [
+      'zlink',
+      'ms each tenth of the units took to reach S1',
+      z.cutOverByTenthMs?.length ? `${z.cutOverByTenthMs.join(' / ')}  (the first from Relocate: it includes the hosts' cold start)  [source clock]` : 'not recorded',
+    ],
     ['zlink', 'target resume S2→S3 p99', `${z.targetResumeS2S3.p99} ms  [target clock]`],
     ['zlink', 'target CAS (S2) − source S1 p50 / p99 / max', `${z.casAfterS1.p50} / ${z.casAfterS1.p99} / ${z.casAfterS1.max} ms  (${z.casAfterS1.units} units; ${z.rss.oneProcess ? 'one process' : '2 processes, same machine'} wall clock — correlation, not a §8 metric)`],
     [
