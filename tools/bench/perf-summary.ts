@@ -11,9 +11,10 @@
  *   node dist/tools/bench/perf-summary.js move.txt [--top 20] [--timeline]
  *
  * (`--perf-basic-prof` names JIT-compiled JavaScript in the samples; without it a host's main thread is still found,
- * but its JavaScript frames are bare addresses. Poll the log sparingly: a loop of `grep` and `sleep 0.05` took ~9% of
- * a 2-core machine in one run.) Linux `perf` is not a dependency: install it from the distribution (Debian:
- * linux-perf).
+ * but its JavaScript frames are bare addresses. V8 reuses the addresses of code it dropped and the map keeps every
+ * name an address had, so a small entry that makes no sense where it appears — a store call the move never makes — is
+ * such a reuse; trust the large ones. Poll the log sparingly: a loop of `grep` and `sleep 0.05` took ~9% of a 2-core
+ * machine in one run.) Linux `perf` is not a dependency: install it from the distribution (Debian: linux-perf).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
