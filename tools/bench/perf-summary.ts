@@ -121,7 +121,9 @@ export function summarize(samples: readonly PerfSample[], top = 20): PerfSummary
 export function timeline(samples: readonly PerfSample[], binMs = 500): { atMs: number; compile: number; gc: number; idle: number }[] {
   if (samples.length === 0) return [];
   const mainRoles = mainThreadRoles(samples);
-  const t0 = Math.min(...samples.map((s) => s.time));
+  // A loop, not Math.min(...): a long profile has more samples than a call takes arguments.
+  let t0 = Infinity;
+  for (const s of samples) t0 = Math.min(t0, s.time);
   const bins = new Map<number, { all: number; compile: number; gc: number; idle: number }>();
   for (const s of samples) {
     const at = Math.floor(((s.time - t0) * 1000) / binMs) * binMs;
@@ -151,6 +153,7 @@ function main(): void {
     return;
   }
   const top = Number(values.top);
+  if (!Number.isInteger(top) || top < 1) throw new Error(`perf-summary: --top must be a whole number >= 1; got '${values.top}'`);
   const s = summarize(samples, top);
   console.log(`${s.samples} samples (both cores, every process)\n--- share of the machine by thread`);
   // Anything under 0.5% of the machine (system daemons, shells) is one line.
