@@ -6,7 +6,7 @@
  *    value codec at send and decoded at receipt (runtime/codec.ts), msgs/s — what the codec costs end to end
  *  - with `--units N`: the move's transfer shape against the floor's (issue [6/10]): N × 1 KiB as the floor of
  *    `npm run bench` sends it (one raw ws message per KiB, no zlink framing) and as a relocation sends it (parcels of
- *    PARCEL_MAX_UNITS units through acquireBudget + sendPayload, at most SEAL_WINDOW_PARCELS parcels unanswered — the
+ *    PARCEL_UNITS units through acquireBudget + sendPayload, at most SEAL_WINDOW_PARCELS parcels unanswered — the
  *    128-unit seal window — each answered by one runtime message, and one runtime message per parcel naming its units
  *    the other way, as the cutovers go): wall ms and the CPU ms of each process, so the transport's share of a move
  *    can be told apart from the rest of it.
@@ -19,7 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { parseArgs } from 'node:util';
 import WebSocket, { WebSocketServer } from 'ws';
 import { encodeParcel } from '../../runtime/relocation/parcel';
-import { PARCEL_ID_PREFIX, PARCEL_MAX_UNITS } from '../../runtime/relocation/source/parcel-sender';
+import { PARCEL_ID_PREFIX, parcelUnitsFor } from '../../runtime/relocation/source/parcel-sender';
 import { SEAL_GATE_DEFAULTS } from '../../runtime/relocation/source/seal-gate';
 import { createWsTransport } from '../../transport/ws';
 import type { NodeDescriptor, NodeRef } from '../../stores/types';
@@ -58,8 +58,9 @@ type Ctl =
   | { type: 'cpuMs'; ms: number }
   | { type: 'done' };
 
-/** The seal window's units (seal-gate.ts, 128 at 100k units) in parcels of PARCEL_MAX_UNITS. */
-const SEAL_WINDOW_PARCELS = Math.max(1, Math.floor(SEAL_GATE_DEFAULTS.softWindow / PARCEL_MAX_UNITS));
+/** Units per parcel for the soft seal window (128: parcel-sender.ts parcelUnitsFor), and the window in parcels. */
+const PARCEL_UNITS = parcelUnitsFor(SEAL_GATE_DEFAULTS.softWindow);
+const SEAL_WINDOW_PARCELS = Math.max(1, Math.floor(SEAL_GATE_DEFAULTS.softWindow / PARCEL_UNITS));
 const cpuMs = (): number => {
   const c = process.cpuUsage();
   return (c.user + c.system) / 1000;
@@ -177,7 +178,7 @@ async function parent(): Promise<void> {
   };
   /** The relocation's shape: parcels through the transport, a seal window of them, a reply and a cutover message each. */
   const parcelPass = async (): Promise<void> => {
-    const parcels = Math.ceil(units / PARCEL_MAX_UNITS);
+    const parcels = Math.ceil(units / PARCEL_UNITS);
     let unanswered = 0;
     let answers = 0;
     const waiting: (() => void)[] = [];
@@ -194,7 +195,7 @@ async function parent(): Promise<void> {
     for (let p = 0; p < parcels; p++) {
       if (unanswered >= SEAL_WINDOW_PARCELS) await new Promise<void>((resolve) => waiting.push(resolve));
       unanswered++;
-      const ids = unitIds.slice(p * PARCEL_MAX_UNITS, (p + 1) * PARCEL_MAX_UNITS);
+      const ids = unitIds.slice(p * PARCEL_UNITS, (p + 1) * PARCEL_UNITS);
       const bytes = encodeParcel(ids.map((unit) => ({ unit, payload: unitState })));
       sends.push(t.sendPayload(b, `${PARCEL_ID_PREFIX}${randomUUID()}`, bytes, await t.acquireBudget(b, bytes.length)));
       t.send(b, { t: 'x.cut', us: ids });

@@ -5,8 +5,8 @@
  * learns its own outcome: the parcel's delivery (or failure) is reported to each unit it carried, and the target
  * answers each unit separately (relay-ready or an explicit failure).
  *
- * A parcel goes as soon as it is full (PARCEL_MAX_UNITS), in the middle of the step that seals its units; what is left
- * goes at the end of the I/O turn. So the seal window moves as a stream of small parcels, not as one convoy: the
+ * A parcel goes as soon as it is full (parcelUnitsFor the seal window), in the middle of the step that seals its
+ * units; what is left goes at the end of the I/O turn. So the seal window moves as a stream of small parcels, not as one convoy: the
  * target restores the first parcel while this host seals the next, and the first units' relay-ready comes back while
  * the last ones are still on their way (both hosts busy at once instead of in turn).
  */
@@ -19,13 +19,26 @@ import { encodeParcel } from '../parcel';
 /** Bytes of unit payloads per parcel: the transport chunks it; small enough that one parcel is not a long stall. */
 export const PARCEL_MAX_BYTES = 4 * 1024 * 1024;
 /**
- * Units per parcel. With at most 128 units sealed at once (seal-gate.ts) that is about four parcels in flight, each
- * restored in a short task of its own on the target. Measured with `npm run bench -- --n 100000` (2 cores, six
- * alternated pairs): one parcel per turn (~115 units: the seal window moved as one convoy, the hosts busy in turn)
- * 9.4–11.5 s, S0→S1 p99 41–55 ms; parcels of 32 with the target's intake in turns of its own (target/inbound.ts)
- * 8.8–12.1 s (median 9.6 against 10.6), p99 36–46 ms. Parcels of 16 cost more per parcel on the target than they gained.
+ * Units per parcel: half the seal window (SealGate.size), at least PARCEL_MIN_UNITS and at most PARCEL_MAX_UNITS, so
+ * about two parcels are in flight, each restored in a task of its own on the target. Every parcel costs a few
+ * messages between the processes (the payload, its intake ack, the relay-ready reply, the cutovers) and an owner
+ * commit, and on a machine whose cores the hosts and Redis share each of those is a wake-up of another process.
+ * Measured with `npm run bench` (2 cores, alternated pairs, the move's time against parcels of 32): 100k units, where
+ * the window reaches 256 — 64 per parcel 0.81–1.05× (median 0.95×, 7 pairs), 128 per parcel against 64 0.82–0.99×
+ * (4 pairs), 256 against 128 0.98–1.04× (3 pairs), this rule 0.88–1.03× (median 0.94×, 4 pairs; the target's CPU
+ * 2–21% lower in each), S0→S1 p99 unchanged (19–28 ms); beside one busy loop (130–186 units sealed on average) 128
+ * against 32 0.875–0.909× (3 pairs), beside two 0.885 / 0.924×. A 10k move (window 39) keeps parcels of 32.
+ * Earlier, with at most 128 sealed and the target's intake in the same turn, one parcel per window (~115 units: the
+ * hosts busy in turn) made the move 10% longer than parcels of 32 (medians 10.6 / 9.6 s), which is why a small
+ * window still gets 32.
  */
-export const PARCEL_MAX_UNITS = 32;
+export const PARCEL_MAX_UNITS = 128;
+export const PARCEL_MIN_UNITS = 32;
+
+/** Units per parcel for a seal window of `sealWindow` units (see PARCEL_MAX_UNITS). */
+export function parcelUnitsFor(sealWindow: number): number {
+  return Math.min(PARCEL_MAX_UNITS, Math.max(PARCEL_MIN_UNITS, Math.floor(sealWindow / 2)));
+}
 /** Transport payload ids of parcels start with this (a unit id never does). */
 export const PARCEL_ID_PREFIX = 'parcel:';
 
@@ -58,7 +71,7 @@ interface Waiting {
 }
 
 export class ParcelSender {
-  /** Units waiting for their parcel, per target (never more than PARCEL_MAX_UNITS / PARCEL_MAX_BYTES). */
+  /** Units waiting for their parcel, per target (never more than PARCEL_MAX_UNITS, nor over PARCEL_MAX_BYTES). */
   private readonly waiting = new Map<string, Waiting>();
   private scheduled: NodeJS.Immediate | undefined;
 
@@ -66,9 +79,10 @@ export class ParcelSender {
 
   /**
    * `done()` once the target acknowledged intake of the parcel that carried this unit (§7 budget release), or
-   * `done(error)` when it failed (PeerUnavailableError / PayloadRejectedError: nothing of it was taken).
+   * `done(error)` when it failed (PeerUnavailableError / PayloadRejectedError: nothing of it was taken). The parcel
+   * goes once it holds `unitsPerParcel` units (parcelUnitsFor the sender's seal window), or at the end of the turn.
    */
-  send(target: NodeRef, unit: string, bytes: Buffer, lease: BudgetLease, done: (error?: Error) => void): void {
+  send(target: NodeRef, unit: string, bytes: Buffer, lease: BudgetLease, done: (error?: Error) => void, unitsPerParcel = PARCEL_MIN_UNITS): void {
     const key = nodeKey(target);
     let entry = this.waiting.get(key);
     if (!entry) this.waiting.set(key, (entry = { target, items: [], bytes: 0 }));
@@ -76,7 +90,7 @@ export class ParcelSender {
     entry.items.push({ unit, bytes, lease, done });
     entry.bytes += bytes.length;
     // Full: it goes now, and the target starts on it while this step seals the next units.
-    if (entry.items.length === PARCEL_MAX_UNITS) return this.shipWaiting(entry);
+    if (entry.items.length >= Math.min(unitsPerParcel, PARCEL_MAX_UNITS)) return this.shipWaiting(entry);
     // setImmediate: the other units that reach their seal in this I/O turn join it.
     this.scheduled ??= setImmediate(() => this.flush());
   }

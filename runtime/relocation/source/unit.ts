@@ -28,6 +28,7 @@ import { describeType } from '../compatibility';
 import { relayBatchMessages, RELOCATION_MESSAGE } from '../protocol';
 import type { UnitEvent } from '../events';
 import type { SealGate } from './seal-gate';
+import { parcelUnitsFor } from './parcel-sender';
 
 /** What a source unit reports to the follow window (coordinator). */
 export interface FollowWindow {
@@ -327,7 +328,8 @@ export class SourceUnit {
     // goes on the lease it has (the budget is overrun once by the estimate's error, and the running estimate
     // corrects the next units). Growing here instead deadlocks once every holder waits to grow.
     // Units sealed together travel in parcels (source/parcel-sender.ts); each still has its own bytes and checksum.
-    this.ports.parcels.send(this.target, this.plan.id, bytes, this.lease!, (error) => (error ? this.transferFailed(error) : this.transferred()));
+    const done = (error?: Error) => (error ? this.transferFailed(error) : this.transferred());
+    this.ports.parcels.send(this.target, this.plan.id, bytes, this.lease!, done, parcelUnitsFor(this.gate.size));
   }
 
   private transferFailed(error: Error): void {
