@@ -6,7 +6,7 @@ import { PARCEL_ID_PREFIX, PARCEL_MAX_BYTES, PARCEL_MAX_UNITS, PARCEL_MIN_UNITS,
 const target: NodeRef = { nodeId: 't', lifecycleGeneration: 1 };
 /** The callback API as a promise, for the tests. */
 const sendUnit = (sender: ParcelSender, u: string, bytes: Buffer, l: BudgetLease, unitsPerParcel?: number) =>
-  new Promise<void>((resolve, reject) => sender.send(target, u, bytes, l, (error) => (error ? reject(error) : resolve()), unitsPerParcel));
+  new Promise<void>((resolve, reject) => sender.send(target, u, bytes, l, (error) => (error ? reject(error) : resolve()), unitsPerParcel ?? PARCEL_MIN_UNITS));
 const lease = (released: string[], name: string): BudgetLease => ({ bytes: 10, grow: async () => undefined, release: () => void released.push(name) });
 /** A sender over a transport that takes every parcel (releasing its lease, as at the intake ack); `sent` lists each parcel's units. */
 function recording(): { sender: ParcelSender; sent: string[][] } {

@@ -6,9 +6,9 @@
  * answers each unit separately (relay-ready or an explicit failure).
  *
  * A parcel goes as soon as it is full (parcelUnitsFor the seal window), in the middle of the step that seals its
- * units; what is left goes at the end of the I/O turn. So the seal window moves as a stream of small parcels, not as one convoy: the
- * target restores the first parcel while this host seals the next, and the first units' relay-ready comes back while
- * the last ones are still on their way (both hosts busy at once instead of in turn).
+ * units; what is left goes at the end of the I/O turn. So the seal window moves as a stream of parcels, not as one
+ * convoy: the target restores the first parcel while this host seals the next, and the first units' relay-ready comes
+ * back while the last ones are still on their way (both hosts busy at once instead of in turn).
  */
 import { randomUUID } from 'node:crypto';
 import type { NodeRef } from '../../../vocabulary';
@@ -21,8 +21,8 @@ export const PARCEL_MAX_BYTES = 4 * 1024 * 1024;
 /**
  * Units per parcel: half the seal window (SealGate.size), at least PARCEL_MIN_UNITS and at most PARCEL_MAX_UNITS, so
  * about two parcels are in flight, each restored in a task of its own on the target. Every parcel costs a few
- * messages between the processes (the payload, its intake ack, the relay-ready reply, the cutovers) and an owner
- * commit, and on a machine whose cores the hosts and Redis share each of those is a wake-up of another process.
+ * messages between the processes (the payload, its intake ack, relay-ready replies, cutovers) and an owner commit,
+ * and on a machine whose cores the hosts and Redis share, each message can wake another process.
  * Measured with `npm run bench` (2 cores, alternated pairs, the move's time against parcels of 32): 100k units, where
  * the window reaches 256 — 64 per parcel 0.81–1.05× (median 0.95×, 7 pairs), 128 per parcel against 64 0.82–0.99×
  * (4 pairs), 256 against 128 0.98–1.04× (3 pairs), this rule 0.88–1.03× (median 0.94×, 4 pairs; the target's CPU
@@ -82,7 +82,7 @@ export class ParcelSender {
    * `done(error)` when it failed (PeerUnavailableError / PayloadRejectedError: nothing of it was taken). The parcel
    * goes once it holds `unitsPerParcel` units (parcelUnitsFor the sender's seal window), or at the end of the turn.
    */
-  send(target: NodeRef, unit: string, bytes: Buffer, lease: BudgetLease, done: (error?: Error) => void, unitsPerParcel = PARCEL_MIN_UNITS): void {
+  send(target: NodeRef, unit: string, bytes: Buffer, lease: BudgetLease, done: (error?: Error) => void, unitsPerParcel: number): void {
     const key = nodeKey(target);
     let entry = this.waiting.get(key);
     if (!entry) this.waiting.set(key, (entry = { target, items: [], bytes: 0 }));
