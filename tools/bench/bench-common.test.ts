@@ -1,4 +1,4 @@
-import { cpuAt, peakUntil, s0s1Deciles, sealedAtOnce, tenths } from './bench-common';
+import { cpuAt, peakUntil, s0s1Deciles, sealedAtOnce, startRamp, tenths } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -46,6 +46,24 @@ describe('s0s1Deciles (S0→S1 by tenth of the move, split at relay-ready)', () 
 
   test('units that never reached S1 are left out', () => {
     expect(s0s1Deciles(s0, ready, new Map(), new Map())).toBe('deciles: no unit reached S1');
+  });
+});
+
+describe('startRamp (the start of the move, per step from Relocate)', () => {
+  test('the first seal, then per step the units that reached S1 and the mean sealed at once', () => {
+    // Relocate at 1000; a seals at 1030 and stops at 1130; b seals at 1050 and stops at 1060; c never stops.
+    const s0 = new Map([['a', 1030], ['b', 1050], ['c', 1040]]);
+    const s1 = new Map([['a', 1130], ['b', 1060]]);
+    expect(startRamp(1000, s0, s1, 100, 200)).toBe(
+      'ramp: first S0 +30 ms; per 100 ms from Relocate, units reaching S1 / sealed at once (mean): 100: 1 / 0.8, 200: 1 / 0.3',
+    );
+  });
+
+  test('a stop after the last step counts for the steps it covers only; nothing sealed says so', () => {
+    expect(startRamp(0, new Map([['a', 50]]), new Map([['a', 450]]), 100, 200)).toBe(
+      'ramp: first S0 +50 ms; per 100 ms from Relocate, units reaching S1 / sealed at once (mean): 100: 0 / 0.5, 200: 0 / 1',
+    );
+    expect(startRamp(0, new Map(), new Map())).toBe('ramp: no unit sealed');
   });
 });
 

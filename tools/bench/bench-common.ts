@@ -170,6 +170,35 @@ export function sealedAtOnce(s0: Map<string, number>, s1: Map<string, number>): 
   return { mean: span > 0 ? area / span : max, max };
 }
 
+/**
+ * ZLINK_BENCH_S0S1_DECILES=1, with the deciles: the start of the move, where the first tenth's extra time goes — when
+ * the first unit sealed after Relocate (inventory, target, Relocating descriptor, the first prepares), then per
+ * `stepMs` from Relocate the units that reached S1 in that step and the mean number sealed at once (S0 to S1) over it,
+ * which is the seal window in use while units wait for permits. Source stamps only (one clock).
+ */
+export function startRamp(startedAt: number, s0: Map<string, number>, s1: Map<string, number>, stepMs = 100, untilMs = 2000): string {
+  let first = Number.POSITIVE_INFINITY;
+  for (const at of s0.values()) first = Math.min(first, at);
+  if (!Number.isFinite(first)) return 'ramp: no unit sealed';
+  const steps = Math.ceil(untilMs / stepMs);
+  const done = new Array<number>(steps).fill(0);
+  const sealedMs = new Array<number>(steps).fill(0);
+  for (const [u, stop] of s1) {
+    const seal = s0.get(u);
+    if (seal === undefined) continue;
+    const k = Math.floor((stop - startedAt) / stepMs);
+    if (k >= 0 && k < steps) done[k]!++;
+    // This unit's time between S0 and S1, spread over the steps it overlaps.
+    for (let j = Math.max(0, Math.floor((seal - startedAt) / stepMs)); j < steps && startedAt + j * stepMs < stop; j++) {
+      const from = Math.max(seal, startedAt + j * stepMs);
+      const to = Math.min(stop, startedAt + (j + 1) * stepMs);
+      if (to > from) sealedMs[j]! += to - from;
+    }
+  }
+  const cells = done.map((n, j) => `${(j + 1) * stepMs}: ${n} / ${Math.round((10 * sealedMs[j]!) / stepMs) / 10}`);
+  return `ramp: first S0 +${Math.round(first - startedAt)} ms; per ${stepMs} ms from Relocate, units reaching S1 / sealed at once (mean): ${cells.join(', ')}`;
+}
+
 /** Runs `count` tasks with at most `limit` in flight. */
 export async function pool(count: number, limit: number, task: (index: number) => Promise<void>): Promise<void> {
   let next = 0;

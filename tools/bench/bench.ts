@@ -37,7 +37,7 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
-import { actorId, compareSeen, cpuAt, installMetrics, pct, peakUntil, pool, s0s1Deciles, sleep, sortNum, STATE_BYTES, tenths } from './bench-common';
+import { actorId, compareSeen, cpuAt, installMetrics, pct, peakUntil, pool, s0s1Deciles, sleep, sortNum, startRamp, STATE_BYTES, tenths } from './bench-common';
 import { forkHost, type ChildPeer } from '../child-host';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
@@ -254,7 +254,10 @@ async function main(): Promise<void> {
     const s1 = new Map(ss.s1);
     const casAfterS1 = sortNum(ts.s2.filter(([u]) => s1.has(u)).map(([u, at]) => at - s1.get(u)!));
     const matchedUnits = casAfterS1.length;
-    if (ss.s0 && ts.ready) console.log(s0s1Deciles(ss.s0, new Map(ts.ready), s1, new Map(ts.s2)));
+    if (ss.s0 && ts.ready) {
+      console.log(s0s1Deciles(ss.s0, new Map(ts.ready), s1, new Map(ts.s2)));
+      console.log(startRamp(reloc.startedAt, new Map(ss.s0), s1));
+    }
 
     // ── (c) naive ──
     log(`naive baseline: ${n} Actors, batches of ${NAIVE_BATCH}`);
