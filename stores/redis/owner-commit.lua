@@ -5,10 +5,12 @@
 -- ARGV[1]: ttl ms, ARGV[2]: the attempt's token (guarded.ts), ARGV[3] / ARGV[4]: the owner (nodeId, lifecycle
 -- generation), ARGV[3 + 2i] / ARGV[4 + 2i]: entry i's expected authority generation and ObjectGeneration.
 -- Returns, and records under the op key, one JSON array with one reply per entry, in order:
---   applied (the new record), or applied again without a write when the record already names the owner at expected
---   + 1 with the same ObjectGeneration (this commit's own change: a retry whose earlier reply was lost — only that
---   change can produce it, the generation moves on with every other); conflict (the current record); missing; or
---   moved (a forward: the provider follows it with another call).
+--   applied, or applied again without a write when the record already names the owner at expected + 1 with the same
+--   ObjectGeneration (this commit's own change: a retry whose earlier reply was lost — only that change can produce
+--   it, the generation moves on with every other): [og, t] or [og, t, sp, sw], only what the caller cannot know of the
+--   new record (its kind, id, owner and authority generation are in the call); a 128-entry reply is ~2 KB, not ~15 KB
+--   of whole records for the provider to parse (issue [6/10]);
+--   conflict (the current record); missing; or moved (a forward: the provider follows it with another call).
 local n = #KEYS - 1
 local op_key = KEYS[n + 1]
 local ttl = ARGV[1]
@@ -24,6 +26,7 @@ for i = 1, n do
   local og = tonumber(ARGV[4 + 2 * i])
   local raw = redis.call('GET', key)
   local cur = raw and cjson.decode(raw)
+  local applied = false
   if cur and cur.s == 'F' then
     out[i] = cjson.encode({ status = 'moved', to = cur.to, v = cur.v })
   elseif not cur or cur.s ~= 'L' then
@@ -32,13 +35,19 @@ for i = 1, n do
     cur.n = owner_n
     cur.g = owner_g
     cur.ag = expected + 1
-    local record = cjson.encode(cur)
-    redis.call('SET', key, record)
-    out[i] = '{"status":"applied","v":' .. record .. '}'
+    redis.call('SET', key, cjson.encode(cur))
+    applied = true
   elseif cur.ag == expected + 1 and cur.n == owner_n and cur.g == owner_g and cur.og == og then
-    out[i] = '{"status":"applied","v":' .. raw .. '}'
+    applied = true
   else
     out[i] = cjson.encode({ status = 'conflict', v = cur })
+  end
+  if applied then
+    if cur.sp == nil and cur.sw == nil then
+      out[i] = '[' .. cur.og .. ',' .. cjson.encode(cur.t) .. ']'
+    else
+      out[i] = cjson.encode({ cur.og, cur.t, cur.sp or cjson.null, cur.sw or false })
+    end
   end
 end
 return op_record(op_key, '[' .. table.concat(out, ',') .. ']', ttl)

@@ -14,6 +14,7 @@ import {
   type ClaimResult,
   type NodeRef,
   type ObjectId,
+  type OwnerCommitEntry,
   type OwnerCommitRequest,
   type OwnerRecord,
   type RemoveRequest,
@@ -144,9 +145,13 @@ export class RedisOwnerRecords {
           args[1] = token;
           return client.script('ownerCommit', scriptKeys, args);
         });
-        const replies = JSON.parse(text!) as OwnerReply[];
+        const replies = JSON.parse(text!) as (OwnerReply | AppliedCommit)[];
         if (!Array.isArray(replies) || replies.length !== group.length) throw new TypeError(`commitOwners: unexpected script reply: ${text!.slice(0, 200)}`);
-        return replies;
+        for (let n = 0; n < group.length; n++) {
+          const reply = replies[n]!;
+          if (Array.isArray(reply)) replies[n] = appliedCommit(reply, entries[group[n]!.index]!, owner);
+        }
+        return replies as OwnerReply[];
       },
       () => req.opId,
     );
@@ -303,6 +308,26 @@ export class RedisOwnerRecords {
         if (!(error instanceof StoreUnavailableError)) throw error;
       });
   }
+}
+
+/** An applied entry of owner-commit.lua's reply: what the call does not know of the new record (its ObjectGeneration, type, Spot). */
+type AppliedCommit = [og: number, t: string, sp?: string | null, sw?: boolean];
+
+/** The new record of an applied commit entry: the script's part, and the rest from the call itself. */
+function appliedCommit([og, t, sp, sw]: AppliedCommit, entry: OwnerCommitEntry, owner: NodeRef): OwnerReply {
+  const v: LiveValue = {
+    s: 'L',
+    k: entry.object.kind,
+    id: entry.object.id,
+    t,
+    n: owner.nodeId,
+    g: owner.lifecycleGeneration,
+    og,
+    ag: entry.expectedAuthorityGeneration + 1,
+    ...(typeof sp === 'string' && { sp }),
+    ...(sw === true && { sw }),
+  };
+  return { status: 'applied', v };
 }
 
 function decode(text: string | null): SlotValue | undefined {
