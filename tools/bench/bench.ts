@@ -10,6 +10,9 @@
  *  (a) floor = one batched CAS pass over N owner records (casMany, 128 per script, all calls in flight; target
  *      process, its clock) + a raw ws transfer of N × 1 KiB from the source process to the target process (the
  *      `ws` package directly; source clock from the first send to the target's 'done');
+ *  (a′) the same floor again after the move, once the source's follow window ended (SafeToShutdown), without the
+ *      stores reference pass: a diagnostic of whether the machine changed during the run, printed and written apart
+ *      (details.floorAfterMove); zlinkOverFloor is the floor before the move;
  *  (b) zlink = Relocate until Relocated and until every owner record names the target: the later of the result and
  *      the target's last owner CAS applied (its S2, same machine wall clock), counted only when reading every record
  *      afterwards finds it on the target — the read itself (~13 µs per record, ~1.3 s at 100k) is printed apart, it
@@ -206,11 +209,7 @@ async function main(): Promise<void> {
     log(`created ${n} Actors in ${createMs.toFixed(0)} ms`);
 
     // ── (a) floor ──
-    const port = await target.call<number>('floorServe', { n });
-    const wsTransferMs = await source.call<number>('floorSend', { port, n });
-    const cas = await target.call<{ ms: number; applied: number; storesCommitMs: number }>('floorCas');
-    if (cas.applied !== n) throw new Error(`floor CAS pass applied ${cas.applied} of ${n}`);
-    const floorMs = cas.ms + wsTransferMs;
+    const { cas, wsTransferMs, floorMs } = await measureFloor(source, target, false);
     log(`floor: CAS pass ${cas.ms.toFixed(0)} ms + ws transfer ${wsTransferMs.toFixed(0)} ms`);
 
     // ── (b) zlink ──
@@ -250,6 +249,11 @@ async function main(): Promise<void> {
     });
     const zlinkDelivery = compareSeen(zt.expected, seen);
     const [ss, ts] = await Promise.all([source.call<UnitStats>('stats'), target.call<UnitStats>('stats')]);
+    // ── (a′) the floor again once the source's follow window ended: did the machine change during the run? A
+    // diagnostic only — zlinkOverFloor is the floor before the move, as the issue defines it.
+    const settledMs = await source.call<number>('settled');
+    const floorAfter = await measureFloor(source, target, true);
+    log(`floor after the move: CAS pass ${floorAfter.cas.ms.toFixed(0)} ms + ws transfer ${floorAfter.wsTransferMs.toFixed(0)} ms`);
     const trafficUndeliverable = shared ? NaN : await reader.counter('zlink.runtime.message.undeliverable');
     const s1 = new Map(ss.s1);
     const casAfterS1 = sortNum(ts.s2.filter(([u]) => s1.has(u)).map(([u, at]) => at - s1.get(u)!));
@@ -390,6 +394,12 @@ async function main(): Promise<void> {
           wsTransferMs: round(wsTransferMs),
           storesCommitMs: round(cas.storesCommitMs),
         },
+        floorAfterMove: {
+          casPassMs: round(floorAfter.cas.ms),
+          wsTransferMs: round(floorAfter.wsTransferMs),
+          floorMs: round(floorAfter.floorMs),
+          settledMs: round(settledMs),
+        },
         zlink: {
           result: `${nameOf(RelocationOutcome, reloc.outcome)}/${nameOf(RelocationReason, reloc.reason)}`,
           selectedTarget: reloc.selectedTarget,
@@ -518,6 +528,15 @@ function log(message: string): void {
   console.error(`[bench ${new Date().toISOString().slice(11, 23)}] ${message}`);
 }
 
+/** The floor (a): the raw ws transfer source → target, then the CAS pass on the target (`rawOnly`: without the stores reference pass). */
+async function measureFloor(source: Peer, target: Peer, rawOnly: boolean): Promise<{ cas: { ms: number; applied: number; storesCommitMs: number }; wsTransferMs: number; floorMs: number }> {
+  const port = await target.call<number>('floorServe', { n });
+  const wsTransferMs = await source.call<number>('floorSend', { port, n });
+  const cas = await target.call<{ ms: number; applied: number; storesCommitMs: number }>('floorCas', { rawOnly });
+  if (cas.applied !== n) throw new Error(`floor CAS pass applied ${cas.applied} of ${n}`);
+  return { cas, wsTransferMs, floorMs: cas.ms + wsTransferMs };
+}
+
 function cleanup(redis: Redis): Promise<void> {
   return deleteKeys(redis, prefix);
 }
@@ -539,6 +558,7 @@ type Results = {
   details: {
     machine: { cpus: number; loadAvg1mAtStart: number; loadAvg1mAtEnd: number };
     floor: { casPassMs: number; wsTransferMs: number; storesCommitMs: number };
+    floorAfterMove: { casPassMs: number; wsTransferMs: number; floorMs: number; settledMs: number };
     zlink: {
       result: string;
       ownersNotOnTarget: number;
@@ -588,6 +608,11 @@ function printTable(r: Results): void {
       : []),
     ['floor', `raw ws transfer ${r.n} × 1 KiB${z.rss.oneProcess ? ' (loopback, one process)' : ''}`, `${r.details.floor.wsTransferMs} ms  [source clock]`],
     ['floor', 'floorMs', `${r.floorMs} ms`],
+    [
+      '(diag)',
+      'floorMs again after the move (source settled first; not in zlinkOverFloor)',
+      `${r.details.floorAfterMove.floorMs} ms = ${r.details.floorAfterMove.casPassMs} + ${r.details.floorAfterMove.wsTransferMs}  (${round(r.details.floorAfterMove.floorMs / r.floorMs, 2)}× the floor before; waited ${r.details.floorAfterMove.settledMs} ms)`,
+    ],
     ['zlink', 'Relocate → result', `${z.result} after ${z.relocatedMs} ms  [source clock]`],
     [
       'zlink',

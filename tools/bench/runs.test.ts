@@ -51,6 +51,13 @@ describe('series', () => {
     expect(text).toContain('lost + duplicated + reordered + cutover_timeout over all runs: 3');
   });
 
+  test('the floor measured again after the move is summed up against the one before, where a run has it', () => {
+    const withAfter = (floorMs: number): BenchRun => ({ ...over, details: { ...over.details, floorAfterMove: { floorMs } } });
+    const text = seriesSummary([over, withAfter(1452.7 * 1.2), withAfter(1452.7 * 0.9)]);
+    expect(text).toContain('floor after the move ÷ floor before (diagnostic, 2 runs): 0.9–1.2, median 1.05');
+    expect(seriesSummary([over])).not.toContain('floor after the move');
+  });
+
   test('no runs: said, not NaN', () => {
     expect(seriesSummary([])).toBe('no runs');
   });

@@ -33,6 +33,8 @@ export interface BenchRun {
   readonly reordered: number;
   readonly cutoverTimeouts: number;
   readonly details: {
+    /** The floor measured again after the move (a diagnostic; results written before it was added lack it). */
+    readonly floorAfterMove?: { readonly floorMs: number };
     readonly zlink: {
       readonly sealedAtOnce: { readonly mean: number; readonly max: number };
       readonly cutOverByTenthMs: readonly number[];
@@ -82,7 +84,16 @@ export function seriesSummary(runs: readonly BenchRun[]): string {
     `S0→S1 p99 ${range(of((r) => r.s0s1P99Ms))} ms, CAS − S1 p99 ${range(of((r) => r.casAfterS1P99Ms))} ms, µs/unit ${range(of((r) => r.usPerUnit))}, RSS growth ${range(of((r) => r.peakRssGrowthMB))} MB`,
     `CPU in the move: source median ${median(of((r) => r.details.zlink.cpuMs.sourceMove))} ms, target median ${median(of((r) => r.details.zlink.cpuMs.targetMove))} ms`,
     `lost + duplicated + reordered + cutover_timeout over all runs: ${bad}`,
+    ...floorAfter(runs),
   ].join('\n');
+}
+
+/** The floor again after the move, against the one before: whether the machine changed during the runs. */
+function floorAfter(runs: readonly BenchRun[]): string[] {
+  const after = runs.filter((r) => r.details.floorAfterMove !== undefined);
+  if (after.length === 0) return [];
+  const ratios = after.map((r) => round(r.details.floorAfterMove!.floorMs / r.floorMs, 2));
+  return [`floor after the move ÷ floor before (diagnostic, ${after.length} runs): ${range(ratios)}, median ${median(ratios)}`];
 }
 
 /** B ÷ A of one pair. */
