@@ -43,6 +43,11 @@ describe('series', () => {
     );
   });
 
+  test('a run without tenths (too few units reached S1) shows a dash, not Infinity', () => {
+    const blocked: BenchRun = { ...over, details: { ...over.details, zlink: { ...over.details.zlink, cutOverByTenthMs: [] } } };
+    expect(seriesRow('B1', blocked)).toContain('| 108.4 / 256 | — | 0/0/0/0 |');
+  });
+
   test('the summary counts the runs within 6× and the losses over all runs', () => {
     const lossy: BenchRun = { ...faster(0.8), lost: 2, reordered: 1 };
     const text = seriesSummary([over, faster(0.7, 30), lossy]);

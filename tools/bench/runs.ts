@@ -51,14 +51,19 @@ export const SERIES_HEADER =
   '| run | floorMs | zlinkMs | × floor | S0→S1 p99 | CAS − S1 p99 | µs/unit | RSS growth MB | CPU src / tgt | sealed mean / most | tenths | l/d/r/fb | S2 fb |\n' +
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|';
 
+const range = (values: readonly number[]): string => `${Math.min(...values)}–${Math.max(...values)}`;
+const round = (value: number, digits = 3): number => Number(value.toFixed(digits));
+
 /** One run as a row of SERIES_HEADER; tenths = the first tenth / the range of the other nine (ms to reach S1). */
 export function seriesRow(name: string, r: BenchRun): string {
   const z = r.details.zlink;
   const rest = z.cutOverByTenthMs.slice(1);
+  // A run in which too few units reached S1 (Blocked early) has no tenths to show.
+  const tenths = rest.length > 0 ? `${z.cutOverByTenthMs[0]} / ${range(rest)}` : '—';
   return (
     `| ${name} | ${r.floorMs} | ${r.zlinkMs} | ${r.zlinkOverFloor} | ${r.s0s1P99Ms} | ${r.casAfterS1P99Ms} | ${r.usPerUnit} | ${r.peakRssGrowthMB} | ` +
     `${z.cpuMs.sourceMove} / ${z.cpuMs.targetMove} | ${z.sealedAtOnce.mean} / ${z.sealedAtOnce.max} | ` +
-    `${z.cutOverByTenthMs[0]} / ${Math.min(...rest)}–${Math.max(...rest)} | ${r.lost}/${r.duplicated}/${r.reordered}/${r.cutoverTimeouts} | ${z.fallbacksFromUnitEvents} |`
+    `${tenths} | ${r.lost}/${r.duplicated}/${r.reordered}/${r.cutoverTimeouts} | ${z.fallbacksFromUnitEvents} |`
   );
 }
 
@@ -69,8 +74,6 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-const range = (values: readonly number[]): string => `${Math.min(...values)}–${Math.max(...values)}`;
-const round = (value: number, digits = 3): number => Number(value.toFixed(digits));
 
 /** The ranges and medians of a series, and how many runs met the 6× goal. */
 export function seriesSummary(runs: readonly BenchRun[]): string {
