@@ -14,7 +14,7 @@ interface Made {
 }
 
 /** The unit-source machine with `actions`, as the runtime runs it (FlatActor) or in xstate's Actor, under a parent. */
-function make(kind: 'flat' | 'xstate', actions: Actions): Made {
+function make(kind: 'flat' | 'xstate', actions: Actions, inspected?: boolean): Made {
   const seen: string[] = [];
   const toParent: string[] = [];
   const parent = createActor(fromCallback(({ receive }) => receive((e) => void toParent.push(e.type))), {
@@ -26,7 +26,7 @@ function make(kind: 'flat' | 'xstate', actions: Actions): Made {
   const machine = unitSourceMachine.provide({ actions });
   const actor =
     kind === 'flat'
-      ? new FlatActor(flatMachineLogic(machine) as FlatMachineLogic<{ type: string }, unknown>, { parent, id: 'u1' })
+      ? new FlatActor(flatMachineLogic(machine) as FlatMachineLogic<{ type: string }, unknown>, { parent, id: 'u1', inspected })
       : (createActor(machine as AnyActorLogic, { parent, id: 'u1' }) as unknown as Made['actor']);
   return { actor, seen, toParent };
 }
@@ -122,5 +122,34 @@ describe('FlatActor behaves as xstate Actor where the machine paths do not reach
     expect(a.sessionId).toMatch(/^x:\d+$/);
     expect(b.sessionId).toMatch(/^x:\d+$/);
     expect(a.sessionId).not.toBe(b.sessionId);
+  });
+
+  test('without an observer (inspected: false) it builds no inspection event, and runs, reports and ends the same', () => {
+    const run = (inspected: boolean | undefined) => {
+      const actions: string[] = [];
+      const { actor, seen, toParent } = make(
+        'flat',
+        {
+          prepare: () => void actions.push('prepare'),
+          sealAndTransfer: () => void actions.push('sealAndTransfer'),
+          relayAndCutover: () => void actions.push('relayAndCutover'),
+        },
+        inspected,
+      );
+      const system = (actor as unknown as AnyActorRef).system as unknown as { _relay: () => void; _sendInspectionEvent: () => void };
+      const relay = jest.spyOn(system, '_relay');
+      const inspection = jest.spyOn(system, '_sendInspectionEvent');
+      const trace = observe(actor);
+      actor.start();
+      for (const type of ['SAFE_POINT', 'RELAY_READY', 'FOLLOW_EXPIRED']) actor.send({ type });
+      // The flat actor's own (the parent's, which takes the done event, are the parent's business).
+      const own = inspection.mock.calls.filter((call) => (call as unknown as [{ actorRef: unknown }])[0].actorRef === actor).length;
+      return { actions, trace, toParent, output: actor.getSnapshot().output, seen, relayed: relay.mock.calls.length, inspectionEvents: own };
+    };
+    const observed = run(undefined); // the default: as xstate
+    const quiet = run(false);
+    expect(observed.seen.length).toBeGreaterThan(0);
+    expect(observed.toParent).toEqual(['xstate.done.actor.u1']);
+    expect(quiet).toEqual({ ...observed, seen: [], relayed: 0, inspectionEvents: 0 });
   });
 });

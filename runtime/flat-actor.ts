@@ -55,6 +55,19 @@ function reportUnhandledError(error: unknown): void {
   });
 }
 
+export interface FlatActorOptions {
+  /** The parent actor: its system is this actor's (registration ids, relay, inspection, logger). */
+  readonly parent: AnyActorRef;
+  readonly id: string;
+  /**
+   * Whether the system may have an inspection observer (default true). False only where the owner knows none can be
+   * added: the relocation's system gets one from the host's `inspect` option at creation, and is never handed out.
+   * Then no inspection event is built at all — at 100k units, ~1 KB of garbage per unit and the scavenges it costs
+   * (issue [6/10]). With an observer the events are exactly xstate's.
+   */
+  readonly inspected?: boolean;
+}
+
 export class FlatActor<TEvent extends EventObject, TOutput> {
   readonly id: string;
   readonly sessionId: string;
@@ -70,8 +83,13 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
   private deferred: (() => void)[] | undefined;
   private observers: Set<Observer<FlatSnapshot<TOutput>>> | undefined;
   private listeners: Map<string, Set<(event: EventObject) => void>> | undefined;
+  /**
+   * Whether the system has an inspection observer (FlatActorOptions.inspected). Without one, no inspection event is
+   * built: xstate's system drops them only after each was allocated, several per step (see the option).
+   */
+  readonly inspected: boolean;
 
-  constructor(logic: FlatMachineLogic<TEvent, TOutput>, options: { readonly parent: AnyActorRef; readonly id: string }) {
+  constructor(logic: FlatMachineLogic<TEvent, TOutput>, options: FlatActorOptions) {
     const system = options.parent.system as unknown as Partial<SystemInternals>;
     if (typeof system._relay !== 'function' || typeof system._sendInspectionEvent !== 'function' || typeof system._bookId !== 'function')
       throw new Error(`FlatActor(${options.id}): the parent's actor system lacks the internals of xstate 5 (_relay, _sendInspectionEvent, _bookId)`);
@@ -80,7 +98,8 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
     this._parent = options.parent;
     this.id = options.id;
     this.sessionId = this.system._bookId();
-    this.system._sendInspectionEvent({ type: '@xstate.actor', actorRef: this as never });
+    this.inspected = options.inspected ?? true;
+    if (this.inspected) this.system._sendInspectionEvent({ type: '@xstate.actor', actorRef: this as never });
     try {
       this.snapshot = logic.getInitialSnapshot(this as never, undefined);
     } catch (error) {
@@ -112,7 +131,7 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
   }
 
   private runAction(action: Action): void {
-    this.system._sendInspectionEvent({ type: '@xstate.action', actorRef: this as never, action: { type: action.type, params: action.params } });
+    if (this.inspected) this.system._sendInspectionEvent({ type: '@xstate.action', actorRef: this as never, action: { type: action.type, params: action.params } });
     action.exec?.(action.info, action.params);
   }
 
@@ -142,7 +161,7 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
     if (this._processingStatus === RUNNING) return this;
     this._processingStatus = RUNNING;
     const init = { type: 'xstate.init', input: undefined };
-    this.system._sendInspectionEvent({ type: '@xstate.event', sourceRef: this._parent, actorRef: this as never, event: init });
+    if (this.inspected) this.system._sendInspectionEvent({ type: '@xstate.event', sourceRef: this._parent, actorRef: this as never, event: init });
     const status = this.snapshot.status;
     if (status === 'error') {
       this.fail(this.snapshot.error);
@@ -159,7 +178,9 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
   }
 
   send(event: TEvent): void {
-    this.system._relay(undefined, this as never, event);
+    // The system's relay is the inspection event, then `_send`.
+    if (this.inspected) this.system._relay(undefined, this as never, event);
+    else this._send(event);
   }
 
   /** What the system's relay calls (xstate's `_send`): the event is taken now, or after the step that is running. */
@@ -224,9 +245,9 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
     if (current.status === 'done') {
       this.stopProcedure();
       this.complete();
-      this.system._relay(this as never, this._parent, { type: `xstate.done.actor.${this.id}`, output: current.output, actorId: this.id } as EventObject);
+      this.relay(this._parent, { type: `xstate.done.actor.${this.id}`, output: current.output, actorId: this.id } as EventObject);
     } else if (current.status === 'error') this.fail(current.error);
-    this.system._sendInspectionEvent({ type: '@xstate.snapshot', actorRef: this as never, event, snapshot: snapshot as never });
+    if (this.inspected) this.system._sendInspectionEvent({ type: '@xstate.snapshot', actorRef: this as never, event, snapshot: snapshot as never });
   }
 
   private notify(snapshot: FlatSnapshot<TOutput>): void {
@@ -270,7 +291,13 @@ export class FlatActor<TEvent extends EventObject, TOutput> {
         }
       }
     if (unheard) reportUnhandledError(error);
-    this.system._relay(this as never, this._parent, { type: `xstate.error.actor.${this.id}`, error, actorId: this.id } as EventObject);
+    this.relay(this._parent, { type: `xstate.error.actor.${this.id}`, error, actorId: this.id } as EventObject);
+  }
+
+  /** An event from this actor to another of the system (the parent): inspected as xstate's relay when observed. */
+  private relay(target: AnyActorRef, event: EventObject): void {
+    if (this.inspected) this.system._relay(this as never, target, event);
+    else (target as unknown as { _send(event: EventObject): void })._send(event);
   }
 
   private stopProcedure(): void {

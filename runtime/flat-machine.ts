@@ -57,6 +57,8 @@ const NOTHING_TAKEN: readonly unknown[] = Object.freeze([]);
 
 /** xstate's inspection of one microstep (see the header): which transitions an event took, after their actions ran. */
 function microstep(scope: { readonly system: unknown; readonly self: unknown }, event: EventObject, snapshot: unknown, taken: readonly unknown[]): void {
+  // A FlatActor whose system has no observer (FlatActorOptions.inspected): nothing would receive it.
+  if ((scope.self as { readonly inspected?: boolean }).inspected === false) return;
   const system = scope.system as { _sendInspectionEvent?: (event: object) => void };
   system._sendInspectionEvent?.({ type: '@xstate.microstep', actorRef: scope.self, event, snapshot, _transitions: taken });
 }

@@ -90,6 +90,10 @@ export class RelocationCoordinator {
 
   /** Each source unit's actor logic: the unit-source machine with the driver's actions, over its transition table. */
   readonly sourceLogic: UnitSourceLogic;
+  /** The operation's actor system has the host's inspection observer (`inspect` option); no other is ever added. */
+  get inspected(): boolean {
+    return !!this.host.options.inspect; // xstate adds an observer only for a truthy `inspect`
+  }
   /** The source side's view of this host (source/unit.ts never reaches into the host). */
   readonly outbound: OutboundPorts;
 

@@ -39,6 +39,9 @@ export function newUnitId(): string {
   }
 }
 
+/** The members of every unit but a SpotWide aggregate: one shared empty list, not one per unit (100k at once). */
+const NO_MEMBERS: readonly Hosted[] = Object.freeze([]);
+
 export function fixInventory(objects: ObjectServer): Inventory {
   const shells: UnitPlan[] = [];
   const actors: UnitPlan[] = [];
@@ -53,14 +56,14 @@ export function fixInventory(objects: ObjectServer): Inventory {
         let list = membersOf.get(spot.key);
         if (!list) membersOf.set(spot.key, (list = []));
         list.push(o);
-      } else actors.push({ id: newUnitId(), kind: 'actor', batch: 2, root: o, members: [] });
+      } else actors.push({ id: newUnitId(), kind: 'actor', batch: 2, root: o, members: NO_MEMBERS });
     }
   }
   for (const o of objects.values()) {
     if (o.kind !== 'spot') continue;
-    if (o.mode === 'PerActor') shells.push({ id: newUnitId(), kind: 'perActorShell', batch: 1, root: o, members: [] });
+    if (o.mode === 'PerActor') shells.push({ id: newUnitId(), kind: 'perActorShell', batch: 1, root: o, members: NO_MEMBERS });
     else if (o.mode === 'SpotWide') aggregates.push({ id: newUnitId(), kind: 'spotWide', batch: 3, root: o, members: membersOf.get(o.key) ?? [] });
-    else if (o.mode === 'instance') aggregates.push({ id: newUnitId(), kind: 'instance', batch: 3, root: o, members: [] });
+    else if (o.mode === 'instance') aggregates.push({ id: newUnitId(), kind: 'instance', batch: 3, root: o, members: NO_MEMBERS });
   }
   return { batches: [shells, actors, aggregates], objectCount };
 }

@@ -57,7 +57,10 @@ const targetFlat = flatMachineLogic<UnitTargetEvent, UnitTargetOutput>(target);
 /** How a source unit's actor is made: xstate's `Actor`, or FlatActor (runtime/flat-actor.ts, the runtime's). */
 type MakeUnit = (pool: AnyActorRef, id: string) => Pick<AnyActorRef, 'send'>;
 const xstateUnit = (logic: AnyActorLogic): MakeUnit => (pool, id) => createActor(logic, { parent: pool, id }).start();
-const flatUnit: MakeUnit = (pool, id) => new FlatActor(sourceFlat, { parent: pool, id }).start();
+const flatUnit =
+  (inspected: boolean): MakeUnit =>
+  (pool, id) =>
+    new FlatActor(sourceFlat, { parent: pool, id, inspected }).start();
 
 async function sourcePerUnit(make: MakeUnit): Promise<number> {
   const pool = createActor(fromCallback(() => () => undefined)).start() as AnyActorRef;
@@ -106,7 +109,8 @@ async function main(): Promise<void> {
   const cases: [string, () => Promise<number>][] = [
     ['source, machine per unit (child of pool), to S4, xstate interpreter', () => sourcePerUnit(xstateUnit(source))],
     ['source, machine per unit (child of pool), to S4, flatMachineLogic in an xstate Actor', () => sourcePerUnit(xstateUnit(sourceFlat))],
-    ['source, machine per unit (child of pool), to S4, flatMachineLogic in a FlatActor (the runtime)', () => sourcePerUnit(flatUnit)],
+    ['source, machine per unit (child of pool), to S4, flatMachineLogic in a FlatActor, inspection events built', () => sourcePerUnit(flatUnit(true))],
+    ['source, machine per unit (child of pool), to S4, flatMachineLogic in a FlatActor without an observer (the runtime)', () => sourcePerUnit(flatUnit(false))],
     ['target, machine per unit', () => targetPerParcel(1)],
     ['target, machine per parcel of 32 (PARCEL_MAX_UNITS), xstate interpreter', () => targetPerParcel(32)],
     ['target, machine per parcel of 32 (PARCEL_MAX_UNITS), flatMachineLogic (the runtime)', () => targetPerParcel(32, targetFlat)],

@@ -39,6 +39,8 @@ export interface UnitPoolOwner {
   readonly window: FollowWindow;
   /** The unit-source machine with the driver's actions provided, as each unit's actor runs it (source/unit.ts). */
   readonly sourceLogic: UnitSourceLogic;
+  /** Whether the units' actor system has an inspection observer (FlatActorOptions.inspected). */
+  readonly inspected: boolean;
   /** A unit of the started batch (in flight from here: diagnostics, closeSpot ordering, §14 step 3). */
   registerSource(unit: SourceUnit): void;
   unregisterSource(unit: SourceUnit): void;
@@ -258,7 +260,7 @@ export class UnitPool implements UnitStarter {
     const run = this.run;
     if (!run || unit.actor) return;
     // Clock and inspect observer come from the parent's system.
-    const actor = new FlatActor(this.coord.sourceLogic, { parent: run.parent, id: unit.plan.id });
+    const actor = new FlatActor(this.coord.sourceLogic, { parent: run.parent, id: unit.plan.id, inspected: this.coord.inspected });
     unit.actor = actor;
     this.live.add(unit);
     run.unsealed++;
