@@ -70,7 +70,16 @@ describe('series', () => {
 
 describe('pairs', () => {
   test('B ÷ A of the move, each host’s CPU and Redis', () => {
-    expect(pairRatio(over, faster(0.9))).toEqual({ move: 0.9, cpuSource: 0.9, cpuTarget: 0.9, redis: 1 });
+    expect(pairRatio(over, faster(0.9))).toEqual({ move: 0.9, cpuSource: 0.9, cpuTarget: 0.9, redis: 1, sourceOverTarget: 1 });
+  });
+
+  test('the source’s CPU over the target’s: a change to one side, with the machine slower in B’s run', () => {
+    const cpu = over.details.zlink.cpuMs;
+    // B's machine 20% slower for both hosts; B's source does 5% less work on top.
+    const slowerMachine: BenchRun = { ...over, details: { ...over.details, zlink: { ...over.details.zlink, cpuMs: { ...cpu, sourceMove: cpu.sourceMove * 1.2 * 0.95, targetMove: cpu.targetMove * 1.2 } } } };
+    const r = pairRatio(over, slowerMachine);
+    expect(r.cpuSource).toBe(1.14);
+    expect(r.sourceOverTarget).toBe(0.95);
   });
 
   test('a pair says which build ran first', () => {
@@ -79,7 +88,7 @@ describe('pairs', () => {
 
   test('the summary is the median over the pairs, with the range of the move', () => {
     const pairs = [0.8, 1.1, 0.9, 0.95].map((by, i) => ({ a: over, b: faster(by), aFirst: i % 2 === 0 }));
-    expect(pairsSummary(pairs)).toBe('B ÷ A over 4 pairs: move 0.8–1.1 (median 0.925), CPU source median 0.925, target median 0.925, Redis median 1');
+    expect(pairsSummary(pairs)).toBe('B ÷ A over 4 pairs: move 0.8–1.1 (median 0.925), CPU source median 0.925, target median 0.925, Redis median 1; source ÷ target CPU 1–1 (median 1)');
   });
 });
 

@@ -8,7 +8,8 @@
  *   npm run bench:runs -- pairs --a .variants/main --b dist [--pairs 4] [--n 100000] [--env-b "ZLINK_BENCH_NODE_ARGS=--x"]
  *     two builds (a copy of `dist` each: `cp -r dist .variants/main` before the change) in alternated pairs — A first
  *     in odd pairs, B first in even ones, since the second run of a pair was faster in 8 of 9 pairs on a noisy day —
- *     and per pair B ÷ A of the move, of each host's CPU in it and of the Redis server's, then their medians.
+ *     and per pair B ÷ A of the move, of each host's CPU in it and of the Redis server's, and of the source's CPU over
+ *     the target's in the same run (PairRatio.sourceOverTarget: for a change to one side), then their medians.
  *
  * Each run writes its results and log to `--dir` (default bench/runs): `<tag>-<i>.json` / `.log` (series),
  * `<tag>-<pair>-a|b.json` / `.log` (pairs). Runs share the machine with nothing else of yours: no build, no test,
@@ -105,6 +106,13 @@ export interface PairRatio {
   readonly cpuSource: number;
   readonly cpuTarget: number;
   readonly redis: number;
+  /**
+   * B's source ÷ target CPU, over A's. When a change touches one side only, the other side's CPU in the same run
+   * measures the machine's state, which moves every process's CPU together (±30% between runs of one build): this
+   * ratio keeps the change and cancels most of that. Measured on a source-only change (2026-12-05, eight pairs): the
+   * move B ÷ A spread 0.72–1.43 and the source's CPU 0.68–1.40, this ratio 0.938–0.997, below 1 in all eight.
+   */
+  readonly sourceOverTarget: number;
 }
 
 export function pairRatio(a: BenchRun, b: BenchRun): PairRatio {
@@ -115,6 +123,7 @@ export function pairRatio(a: BenchRun, b: BenchRun): PairRatio {
     cpuSource: round(cb.sourceMove / ca.sourceMove),
     cpuTarget: round(cb.targetMove / ca.targetMove),
     redis: round(cb.redisServerMove / ca.redisServerMove),
+    sourceOverTarget: round(cb.sourceMove / cb.targetMove / (ca.sourceMove / ca.targetMove)),
   };
 }
 
@@ -134,7 +143,7 @@ export function describePair(number: number, { a, b, aFirst }: Pair): string {
     `pair ${number} (${aFirst ? 'A' : 'B'} first)`,
     `  A: ${brief(a)}`,
     `  B: ${brief(b)}`,
-    `  B ÷ A: move ${r.move}, CPU source ${r.cpuSource}, target ${r.cpuTarget}, Redis ${r.redis}`,
+    `  B ÷ A: move ${r.move}, CPU source ${r.cpuSource}, target ${r.cpuTarget}, Redis ${r.redis}; source ÷ target CPU ${r.sourceOverTarget}`,
   ].join('\n');
 }
 
@@ -143,7 +152,7 @@ export function pairsSummary(pairs: readonly Pair[]): string {
   if (pairs.length === 0) return 'no pairs';
   const ratios = pairs.map(({ a, b }) => pairRatio(a, b));
   const of = (key: keyof PairRatio) => ratios.map((r) => r[key]);
-  return `B ÷ A over ${ratios.length} pairs: move ${range(of('move'))} (median ${round(median(of('move')))}), CPU source median ${round(median(of('cpuSource')))}, target median ${round(median(of('cpuTarget')))}, Redis median ${round(median(of('redis')))}`;
+  return `B ÷ A over ${ratios.length} pairs: move ${range(of('move'))} (median ${round(median(of('move')))}), CPU source median ${round(median(of('cpuSource')))}, target median ${round(median(of('cpuTarget')))}, Redis median ${round(median(of('redis')))}; source ÷ target CPU ${range(of('sourceOverTarget'))} (median ${round(median(of('sourceOverTarget')))})`;
 }
 
 /** `"K=V K2=V2"` → { K: 'V', K2: 'V2' }; a value may hold spaces only as `K='a b'`. */
