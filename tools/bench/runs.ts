@@ -84,9 +84,9 @@ export function seriesSummary(runs: readonly BenchRun[]): string {
   const bad = of((r) => r.lost + r.duplicated + r.reordered + r.cutoverTimeouts).reduce((a, b) => a + b, 0);
   return [
     `${runs.length} runs: ${range(ratios)}× the floor, median ${round(median(ratios), 2)}×; within ${FLOOR_GOAL}×: ${ratios.filter((x) => x <= FLOOR_GOAL).length} of ${runs.length}`,
-    `move ${range(of((r) => r.zlinkMs))} ms (median ${median(of((r) => r.zlinkMs))}), floor ${range(of((r) => r.floorMs))} ms (median ${median(of((r) => r.floorMs))})`,
+    `move ${range(of((r) => r.zlinkMs))} ms (median ${round(median(of((r) => r.zlinkMs)), 1)}), floor ${range(of((r) => r.floorMs))} ms (median ${round(median(of((r) => r.floorMs)), 1)})`,
     `S0→S1 p99 ${range(of((r) => r.s0s1P99Ms))} ms, CAS − S1 p99 ${range(of((r) => r.casAfterS1P99Ms))} ms, µs/unit ${range(of((r) => r.usPerUnit))}, RSS growth ${range(of((r) => r.peakRssGrowthMB))} MB`,
-    `CPU in the move: source median ${median(of((r) => r.details.zlink.cpuMs.sourceMove))} ms, target median ${median(of((r) => r.details.zlink.cpuMs.targetMove))} ms`,
+    `CPU in the move: source median ${round(median(of((r) => r.details.zlink.cpuMs.sourceMove)), 1)} ms, target median ${round(median(of((r) => r.details.zlink.cpuMs.targetMove)), 1)} ms`,
     `lost + duplicated + reordered + cutover_timeout over all runs: ${bad}`,
     ...floorAfter(runs),
   ].join('\n');
