@@ -3,9 +3,10 @@
  * supervisor machine sends START_BATCH and gets one BATCH_DONE per batch. Each unit's actor is a FlatActor
  * (`new FlatActor(logic, { parent: poolActor, id })`, runtime/flat-actor.ts: an xstate ActorRef of the same system,
  * without the ~1.3 KB per actor of xstate's `Actor` that a unit kept to S4), `logic` being the unit-source machine run
- * over its transition table (runtime/flat-machine.ts: the same declaration and inspection events): a child of the
- * invoked pool actor (an inspector sees relocationSupervisor → pool → units; same system and inspect observer), never in the
- * supervisor's snapshot `children`, so supervisor work per event does not grow with the unit count. A unit's machine
+ * over its transition table (runtime/flat-machine.ts: the same declaration, and xstate's inspection events when the
+ * host inspects): a child of the invoked pool actor (an inspector sees relocationSupervisor → pool → units; same
+ * system and inspect observer), never in the supervisor's snapshot `children`, so supervisor work per event does not
+ * grow with the unit count. A unit's machine
  * is created when its payload budget is granted and it is within the lookahead of the seal window, in inventory order
  * (§7); until then the unit waits, in flight, without an actor. Its driver (SourceUnit) is made when its turn comes
  * too, or at the start of the batch when it may have to act before (an Instance Spot closeSpot can reach, §12, or a
