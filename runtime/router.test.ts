@@ -244,6 +244,27 @@ describe('Router', () => {
     expect(t.sent[1]!.message).not.toHaveProperty('moved');
   });
 
+  test('S4 ends the follow route and leaves only the hint; a later move of the key follows again (one entry per key)', () => {
+    const t = setup();
+    const R: NodeRef = { nodeId: 'r', lifecycleGeneration: 1 };
+    t.known.add(nodeKey(R));
+    const inbound = (id: string) => t.router.dispatch({ id, to: 'a:x', gen: 1, body: encodeValue(0, 'message'), from: P, seq: 1 } as Envelope, true);
+    t.router.setFollow('a:x', Q);
+    t.router.setFollow('a:y', Q);
+    expect(t.router.followCount).toBe(2);
+    t.router.removeFollow('a:x');
+    t.router.removeFollow('a:x'); // a second S4 of the same key changes nothing
+    expect(t.router.followCount).toBe(1);
+    inbound('m1');
+    expect(t.sent.at(-1)).toEqual({ to: P, message: expect.objectContaining({ t: 'bounce', moved: Q }) });
+    // The Spot came back and moved again while the hint lasts: messages follow to the new node, counted once.
+    t.router.setFollow('a:x', R);
+    t.router.setFollow('a:x', R);
+    expect(t.router.followCount).toBe(2);
+    inbound('m2');
+    expect(t.sent.at(-1)).toEqual({ to: R, message: expect.objectContaining({ t: 'msg' }) });
+  });
+
   test('a moved-to hint expires in its own turn: an earlier move of the same key does not take a later hint away', () => {
     const t = setup();
     const bounceOf = (id: string, to: string) => {

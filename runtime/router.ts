@@ -85,10 +85,14 @@ export interface RouterDeps {
   readonly logger: RuntimeLog;
 }
 
-/** Where this node moved an object, and until when a message that still arrives is told so (§11). */
+/**
+ * Where this node moved an object: from S1 its Message Follow route (`until` Infinity), from S4 the bounce hint until
+ * `until` (§11). One entry per key through both: S4 sets `until` on the entry the follow used, instead of a delete
+ * from one 100k-entry map and an insert into another (each ~1 µs in a 100k move, a cache miss on a 2-core VM).
+ */
 interface MovedEntry {
   readonly to: NodeRef;
-  readonly until: number;
+  until: number;
 }
 
 /** First and longest pause between two Location Store reads while an owner record converges. */
@@ -97,15 +101,16 @@ const CONVERGE_MAX_MS = 200;
 
 export class Router {
   private readonly routes = new Map<ObjectKey, Route>();
-  /** Message Follow routes (§8 S1→S4): the old owner relays to the new one until S4. */
-  private readonly follows = new Map<ObjectKey, NodeRef>();
   /**
-   * Where this node moved an object, kept past S4 for restoreValidityMs: a message that still arrives is bounced
-   * with this hint, so its sender waits at the new owner instead of re-reading a record that may lag (§11).
+   * Message Follow routes (§8 S1→S4: the old owner relays to the new one until S4), then, kept past S4 for
+   * restoreValidityMs, where this node moved the object: a message that still arrives is bounced with this hint, so
+   * its sender waits at the new owner instead of re-reading a record that may lag (§11). See MovedEntry.
    */
   private readonly moved = new Map<ObjectKey, MovedEntry>();
+  /** Follow routes open (entries of `moved` still at `until` Infinity). */
+  private follows = 0;
   /**
-   * `moved` entries in the order they were set, which is their expiry order (one restoreValidityMs for all): each S4
+   * `moved` entries in the order they reached S4, which is their expiry order (one restoreValidityMs for all): each S4
    * drops the expired ones from the front, O(1) per unit. Scanning the whole map every 1,024 S4s was 2.4% of the
    * source's main thread in a 100k move (issue [6/10]), and scanned again on every S4 while the size stayed put.
    */
@@ -296,7 +301,7 @@ export class Router {
     // queue; this node's own calls go to the current owner like any caller's until the CAS (§3, §11).
     const staged = inbound ? this.deps.staging(env.to) : undefined;
     if (staged) return this.toStaging(env, staged);
-    const follow = this.follows.get(env.to);
+    const follow = this.followOf(env.to);
     if (follow) return env.close ? this.moving(env, follow) : this.forward(follow, env);
     if (inbound) {
       if (env.place && this.deps.canPlaceInstances()) return void this.place(env, env.place);
@@ -349,7 +354,7 @@ export class Router {
   }
 
   private routeResolved(env: Envelope, route: Route | undefined, stale?: StaleOwner): void {
-    if (this.deps.objects.get(env.to) || this.follows.get(env.to)) return this.dispatch(env);
+    if (this.deps.objects.get(env.to) || this.followOf(env.to)) return this.dispatch(env);
     if (!route) {
       if (env.place && env.gen === 0) {
         if (this.deps.canPlaceInstances()) return void this.place(env, env.place);
@@ -466,7 +471,7 @@ export class Router {
    * holds the object (its lane or temporary queue has them in order) or turned them away already (bounces first).
    */
   private onMark(mark: MarkMessage): void {
-    const follow = this.follows.get(mark.to);
+    const follow = this.followOf(mark.to);
     if (follow && !this.deps.objects.get(mark.to)) {
       this.deps.beforeFollow(follow);
       if (this.transmit(follow, mark as unknown as RuntimeMessage)) return;
@@ -689,14 +694,19 @@ export class Router {
     if (!this.transmit(env.from, message as unknown as RuntimeMessage)) this.undeliverable(env, 'origin-unreachable', `its origin ${env.from.nodeId} is not reachable for a redirect`);
   }
 
+  /** Where this node moved `key`: its follow route until S4, the bounce hint after it while restoreValidityMs lasts. */
   private movedTo(key: ObjectKey): NodeRef | undefined {
-    const follow = this.follows.get(key);
-    if (follow) return follow;
     const entry = this.moved.get(key);
     if (!entry) return undefined;
     if (this.deps.clock.now() < entry.until) return entry.to;
     this.moved.delete(key);
     return undefined;
+  }
+
+  /** The Message Follow route for `key` (S1 to S4), if one is open. */
+  private followOf(key: ObjectKey): NodeRef | undefined {
+    const entry = this.moved.get(key);
+    return entry !== undefined && entry.until === Infinity ? entry.to : undefined;
   }
 
   /**
@@ -778,8 +788,10 @@ export class Router {
    * ended it `unavailable` (the interleavings property test met all three under load). Without it the record is read.
    */
   private dropFollowTo(key: ObjectKey, node: NodeRef): void {
-    const follow = this.follows.get(key);
-    if (follow && sameNode(follow, node)) this.follows.delete(key);
+    const entry = this.moved.get(key);
+    if (entry === undefined || entry.until !== Infinity || !sameNode(entry.to, node)) return;
+    this.moved.delete(key);
+    this.follows--;
   }
 
   /** §12: a message for an older ObjectGeneration. Requests end stale-generation; a one-way sender drops its route. */
@@ -889,24 +901,24 @@ export class Router {
 
   /** S1: messages for `key` follow to `to` (the follow route is also the bounce hint until S4, see movedTo). */
   setFollow(key: ObjectKey, to: NodeRef): void {
-    this.follows.set(key, to);
+    if (this.followOf(key) === undefined) this.follows++;
+    this.moved.set(key, { to, until: Infinity });
     // Usually empty on a source (its objects were local): no probe of a cold map per moved object then.
     if (this.routes.size !== 0) this.routes.delete(key);
   }
 
   /** S4: the relay ends; the bounce hint stays for restoreValidityMs while the new owner's CAS may still land. */
   removeFollow(key: ObjectKey): void {
-    const to = this.follows.get(key);
-    if (!to) return;
-    this.follows.delete(key);
-    const entry: MovedEntry = { to, until: this.deps.clock.now() + this.deps.restoreValidityMs };
-    this.moved.set(key, entry);
+    const entry = this.moved.get(key);
+    if (entry === undefined || entry.until !== Infinity) return;
+    this.follows--;
+    entry.until = this.deps.clock.now() + this.deps.restoreValidityMs;
     this.movedExpiry.push({ key, entry });
     this.movedExpiry.expireDue();
   }
 
   get followCount(): number {
-    return this.follows.size;
+    return this.follows;
   }
 
   invalidate(key: ObjectKey): void {
@@ -958,7 +970,7 @@ export class Router {
     }
     this.marking.clear();
     this.notifyIdle();
-    this.follows.clear();
+    this.follows = 0;
     this.movedExpiry.clear();
     this.moved.clear();
     this.routes.clear();

@@ -1,6 +1,8 @@
 /**
  * The target side of relocation alone, in one process (`node dist/tools/bench/target-intake.bench.js --n 10000`):
- * a real Object Server and Inbound (target/inbound.ts) fed what a source sends — one batched `r.prepare`, parcels
+ * a real Object Server and Inbound (target/inbound.ts) fed what a source sends — batched `r.prepare`s kept
+ * `--lookahead` units ahead of the payloads, as the source's pool starts units only within a lookahead of its seal
+ * window (source/pool.ts; `--lookahead 0`: every unit prepared in one message first), parcels
  * of `--parcel` units of 1 KiB preserved state, one `r.cutover` per unit — with replies batched by a real
  * ControlBatcher into msgpack frames, owner commits through a real OwnerCommitBatcher over an in-memory commitOwners, and a
  * unit-event listener (as the bench has). Reports the process CPU per unit (user + system) for the whole
@@ -32,6 +34,7 @@ const { values } = parseArgs({
   options: {
     n: { type: 'string', default: '10000' },
     parcel: { type: 'string', default: '64' },
+    lookahead: { type: 'string', default: '512' },
     runs: { type: 'string', default: '7' },
     /** Writes a V8 CPU profile of the timed part of every run to this file. */
     profile: { type: 'string' },
@@ -41,6 +44,7 @@ const { values } = parseArgs({
 const n = Number(values.n);
 const perParcel = Number(values.parcel);
 const runs = Number(values.runs);
+const lookahead = Number(values.lookahead);
 
 const SOURCE: NodeRef = { nodeId: 'bench-source', lifecycleGeneration: 1 };
 const SELF: NodeRef = { nodeId: 'bench-target', lifecycleGeneration: 1 };
@@ -107,9 +111,15 @@ async function once(run: number): Promise<number> {
   // What the source sends, built before the clock starts (msgpack round trip, as the transport delivers it).
   const ids = Array.from({ length: n }, (_, i) => `r${run}-${i.toString(16).padStart(30, '0')}`);
   const keys = ids.map((_, i) => `a:actor-${run}-${i}`);
-  const prepare = parseRelocationMessage(
-    roundTrip({ t: RELOCATION_MESSAGE.prepare, units: ids.map((u, i) => ({ u, kind: 'actor', keys: [keys[i]!], ty: [0] })), types: [describeType(Counter)] }),
-  ) as PrepareMessage;
+  // One prepare message per parcel's units (the source batches the prepares of one turn), or one for all.
+  const prepareOf = (from: number, to: number) =>
+    parseRelocationMessage(
+      roundTrip({ t: RELOCATION_MESSAGE.prepare, units: ids.slice(from, to).map((u, i) => ({ u, kind: 'actor', keys: [keys[from + i]!], ty: [0] })), types: [describeType(Counter)] }),
+    ) as PrepareMessage;
+  const prepares: PrepareMessage[] = [];
+  if (lookahead === 0) prepares.push(prepareOf(0, n));
+  else for (let i = 0; i < n; i += perParcel) prepares.push(prepareOf(i, Math.min(n, i + perParcel)));
+  const ahead = lookahead === 0 ? 1 : Math.max(1, Math.ceil(lookahead / perParcel));
   const parcels: Buffer[] = [];
   for (let i = 0; i < n; i += perParcel)
     parcels.push(
@@ -130,9 +140,10 @@ async function once(run: number): Promise<number> {
 
   await profiler?.('Profiler.start');
   const cpu = process.cpuUsage();
-  inbound.onPrepare(SOURCE, prepare);
+  for (let m = 0; m < Math.min(ahead, prepares.length); m++) inbound.onPrepare(SOURCE, prepares[m]!);
   await turn();
   for (let p = 0; p < parcels.length; p++) {
+    if (p + ahead < prepares.length) inbound.onPrepare(SOURCE, prepares[p + ahead]!);
     inbound.onPayload(SOURCE, `${PARCEL_ID_PREFIX}${run}-${p}`, { ok: true, bytes: parcels[p]! });
     await turn();
     for (let i = p * perParcel; i < Math.min(n, (p + 1) * perParcel); i++) inbound.onCutover(parseRelocationMessage(cutovers[i]) as CutoverMessage);
@@ -170,7 +181,7 @@ async function main(): Promise<void> {
   // The last run's profile (warm), as a .cpuprofile for DevTools.
   if (values.profile !== undefined) writeFileSync(values.profile, JSON.stringify(profiles.at(-1)));
   const sorted = [...results].sort((a, b) => a - b);
-  console.log(`target intake → open, N = ${n}, ${perParcel} units per parcel: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs CPU per unit (${runs} runs)`);
+  console.log(`target intake → open, N = ${n}, ${perParcel} units per parcel, prepared ${lookahead === 0 ? 'all at once' : `${lookahead} ahead`}: median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} µs CPU per unit (${runs} runs)`);
 }
 
 void main().then(
