@@ -257,7 +257,7 @@ describe('Router', () => {
     expect(t.router.followCount).toBe(1);
     inbound('m1');
     expect(t.sent.at(-1)).toEqual({ to: P, message: expect.objectContaining({ t: 'bounce', moved: Q }) });
-    // The Spot came back and moved again while the hint lasts: messages follow to the new node, counted once.
+    // The object came back and moved again while the hint lasts: messages follow to the new node, counted once.
     t.router.setFollow('a:x', R);
     t.router.setFollow('a:x', R);
     expect(t.router.followCount).toBe(2);

@@ -24,6 +24,8 @@ const { values } = parseArgs({
 const n = Number(values.n);
 const window = Number(values.window);
 const runs = Number(values.runs);
+for (const [flag, value, least] of [['n', n, 1], ['window', window, 0], ['runs', runs, 1]] as const)
+  if (!Number.isInteger(value) || value < least) throw new TypeError(`follow-routes: --${flag} must be a whole number >= ${least}; got '${values[flag]}'`);
 const TARGET: NodeRef = { nodeId: 'bench-target', lifecycleGeneration: 1 };
 /** Objects reaching S1 per simulated millisecond (~13k units/s, a 100k move on the bench's 2-core machine). */
 const PER_MS = 13;

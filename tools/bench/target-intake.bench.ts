@@ -45,6 +45,8 @@ const n = Number(values.n);
 const perParcel = Number(values.parcel);
 const runs = Number(values.runs);
 const lookahead = Number(values.lookahead);
+for (const [flag, value, least] of [['n', n, 1], ['parcel', perParcel, 1], ['runs', runs, 1], ['lookahead', lookahead, 0]] as const)
+  if (!Number.isInteger(value) || value < least) throw new TypeError(`target-intake: --${flag} must be a whole number >= ${least}; got '${values[flag]}'`);
 
 const SOURCE: NodeRef = { nodeId: 'bench-source', lifecycleGeneration: 1 };
 const SELF: NodeRef = { nodeId: 'bench-target', lifecycleGeneration: 1 };
