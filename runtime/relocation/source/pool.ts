@@ -6,9 +6,9 @@
  * over its transition table (runtime/flat-machine.ts: the same declaration, and xstate's inspection events when the
  * host inspects): a child of the invoked pool actor (an inspector sees relocationSupervisor → pool → units; same
  * system and inspect observer), never in the supervisor's snapshot `children`, so supervisor work per event does not
- * grow with the unit count. A unit's machine
- * is created when its payload budget is granted and it is within the lookahead of the seal window, in inventory order
- * (§7); until then the unit waits, in flight, without an actor. Its driver (SourceUnit) is made when its turn comes
+ * grow with the unit count. A unit's machine is created when its payload budget is granted and it is within the
+ * lookahead of the seal window, in inventory order (§7); until then the unit waits, in flight, without an actor. Its
+ * driver (SourceUnit) is made when its turn comes
  * too, or at the start of the batch when it may have to act before (an Instance Spot closeSpot can reach, §12, or a
  * Spot already closing): a unit still queued is its plan, counted in flight through `queued()` (diagnostics) and ended
  * by `stopStarting`. Making 100k drivers up front kept them all alive until their turn, so most were promoted to the
