@@ -84,18 +84,20 @@ describe('zlink/client in headless Chromium', () => {
   });
 
   test("the browser's WebSocket streams both ways, moves to another host when its endpoint shuts down, and nothing is lost or duplicated", async () => {
-    stack = await makeStack('memory+in-process');
-    const listen = { host: '127.0.0.1', port: 0 };
-    const first = await stack.host({ nodeId: 'first', applicationVersion: 1, types: [Mirror], sessions: { listen } });
-    const second = await stack.host({ nodeId: 'second', applicationVersion: 1, types: [Mirror], sessions: { listen } });
-    await second.createActor('Mirror', 'm1');
-
+    // The page and its script first: transpiling the client blocks this process's event loop, for seconds on a
+    // loaded machine, and a host whose lease renewal waits past FAST_TIMING's 3 s lease correctly enters Error.
     browser = await chromium.launch({ executablePath: CHROMIUM });
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
     await page.setContent('<!doctype html><title>zlink client</title>');
     await page.addScriptTag({ content: bundle() });
+
+    stack = await makeStack('memory+in-process');
+    const listen = { host: '127.0.0.1', port: 0 };
+    const first = await stack.host({ nodeId: 'first', applicationVersion: 1, types: [Mirror], sessions: { listen } });
+    const second = await stack.host({ nodeId: 'second', applicationVersion: 1, types: [Mirror], sessions: { listen } });
+    await second.createActor('Mirror', 'm1');
 
     // In the page: bind through the first host, and stream a frame every 2 ms.
     await page.evaluate(async (url) => {
