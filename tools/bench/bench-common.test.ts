@@ -1,4 +1,4 @@
-import { cpuAt, peakUntil, s0s1Deciles, sealedAtOnce, startRamp, tenths } from './bench-common';
+import { cpuAt, peakUntil, redisCpuMs, s0s1Deciles, sealedAtOnce, startRamp, tenths } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -106,5 +106,16 @@ describe('tenths (how long each tenth of the units took to reach S1)', () => {
     expect(tenths(0, [500, 510, 520, 530, 540, 550, 560, 570, 580, 590])).toEqual([500, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
     expect(tenths(0, [100, 300])).toEqual([100, 0, 0, 0, 0, 200, 0, 0, 0, 0]);
     expect(tenths(0, [])).toEqual([]);
+  });
+});
+
+describe('redisCpuMs (the Redis server CPU from INFO cpu)', () => {
+  test('sums user and system seconds into ms', async () => {
+    const info = '# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:2.500000\r\nused_cpu_sys_children:9.000000\r\nused_cpu_user_children:9.000000\r\n';
+    await expect(redisCpuMs({ info: async () => info })).resolves.toBe(3750);
+  });
+
+  test('a reply without the fields is NaN, not a number to subtract', async () => {
+    await expect(redisCpuMs({ info: async () => '# CPU\r\n' })).resolves.toBeNaN();
   });
 });

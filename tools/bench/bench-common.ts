@@ -67,6 +67,19 @@ export const pct = (sorted: readonly number[], p: number): number =>
 export const sortNum = (xs: number[]): number[] => xs.sort((a, b) => a - b);
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
+/** This process's CPU so far, user + system, in ms. */
+export const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+/** The CPU a Redis server has used so far, user + system in ms, from `INFO cpu` (the whole server). */
+export async function redisCpuMs(redis: { info(section: 'cpu'): Promise<string> }): Promise<number> {
+  const info = await redis.info('cpu');
+  const used = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1]);
+  return (used('used_cpu_user') + used('used_cpu_sys')) * 1000;
+}
+
 /**
  * CPU ms of a process at wall-clock time `at`, read from its (time, CPU ms) pairs sampled every 100 ms
  * (`samples` flat and in time order): linear between the two samples around `at`, clamped to the first and last.

@@ -27,7 +27,7 @@ import {
   type Stores,
   type UnitEvent,
 } from '../../runtime';
-import { actorId, Entry, PAD, pool, sealedAtOnce, sortNum, pct, type EntryState } from './bench-common';
+import { actorId, cpuMs, Entry, PAD, pool, sealedAtOnce, sortNum, pct, type EntryState } from './bench-common';
 
 export interface NodeConfig {
   readonly role: 'source' | 'target';
@@ -145,6 +145,8 @@ export class BenchNode {
         return this.naiveActivate(args.from as number, args.to as number);
       case 'naiveReport':
         return [...this.naive].filter(([, a]) => a.state.seen.length > 0).map(([i, a]) => [i, a.state.seen]);
+      case 'cpu':
+        return cpuMs();
       case 'stop':
         return this.stop();
       default:

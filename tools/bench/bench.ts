@@ -40,7 +40,7 @@ import Redis from 'ioredis';
 import WebSocket from 'ws';
 import { createRuntime, memoryStores, nameOf, redisStores, RelocationOutcome, RelocationReason, type FrameworkRuntime, type Stores } from '../../runtime';
 import { BenchNode, type NodeConfig } from './bench-node';
-import { actorId, compareSeen, cpuAt, installMetrics, pct, peakUntil, pool, s0s1Deciles, sleep, sortNum, startRamp, STATE_BYTES, tenths } from './bench-common';
+import { actorId, compareSeen, cpuAt, cpuMs, installMetrics, pct, peakUntil, pool, redisCpuMs, s0s1Deciles, sleep, sortNum, startRamp, STATE_BYTES, tenths } from './bench-common';
 import { forkHost, type ChildPeer } from '../child-host';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 
@@ -494,16 +494,13 @@ function sampleMoveCpu(redis: Redis | undefined): { stop(): Promise<MoveCpuSampl
   const samples: MoveCpuSamples = { redis: [], self: [], machine: [] };
   const sample = async (): Promise<void> => {
     const now = Date.now();
-    const own = process.cpuUsage();
-    samples.self.push(now, (own.user + own.system) / 1000);
+    samples.self.push(now, cpuMs());
     let busy = 0;
     for (const { times } of cpus()) busy += times.user + times.nice + times.sys + times.irq;
     samples.machine.push(now, busy);
     if (!redis) return;
     try {
-      const info = await redis.info('cpu');
-      const used = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1]);
-      const ms = (used('used_cpu_user') + used('used_cpu_sys')) * 1000;
+      const ms = await redisCpuMs(redis);
       if (Number.isFinite(ms)) samples.redis.push(Date.now(), ms);
     } catch {
       // context only
