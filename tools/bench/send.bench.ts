@@ -71,7 +71,9 @@ interface RunResult {
 
 async function main(): Promise<void> {
   const config: NodeConfig = { role: 'target', stack: 'redis', url, prefix, n };
-  const receiver = forkHost(path.join(__dirname, 'bench-host.js'), config, 'receiver', ['--max-old-space-size=8192']);
+  // `ZLINK_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p"` (space-separated): node flags for the receiver, as `npm run bench` takes them.
+  const nodeArgs = process.env.ZLINK_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const receiver = forkHost(path.join(__dirname, 'bench-host.js'), config, 'receiver', ['--max-old-space-size=8192', ...nodeArgs]);
   const stores = redisStores({ url, keyPrefix: prefix });
   const redis = new Redis(url);
   let started = false;
