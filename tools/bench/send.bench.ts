@@ -4,7 +4,8 @@
  * CPU). One host in this process sends `{ op: 't' }` to Entry Actors that a host in a child process holds (Redis
  * stores + ws on loopback, as the bench's redis stack), at --rate messages a second, and prints what each message
  * cost in CPU: this process (the sender: the owner read for an Actor it has not sent to, encoding, ws), the
- * receiving process and the Redis server (INFO cpu).
+ * receiving process and the Redis server (INFO cpu), and how many messages the sender counted undeliverable (exit
+ * code 1 when any).
  *
  * --actors K addresses the first K of the --n Actors at random: K = n (default) sends almost every message to an
  * Actor the sender has not resolved yet, as the bench's traffic does; a small K sends mostly to known routes.
@@ -18,7 +19,7 @@ import Redis from 'ioredis';
 import { createRuntime, redisStores } from '../../runtime';
 import { deleteKeys } from '../../stores/redis/delete-keys';
 import { forkHost } from '../child-host';
-import { actorId, cpuMs, redisCpuMs, sleep } from './bench-common';
+import { actorId, cpuMs, installMetrics, redisCpuMs, sleep } from './bench-common';
 import type { NodeConfig } from './bench-node';
 
 const { values } = parseArgs({
@@ -70,6 +71,9 @@ interface RunResult {
 }
 
 async function main(): Promise<void> {
+  // The sender records its metrics into an SDK, as the traffic host of `npm run bench` does (what it costs is part of a
+  // send), and its undeliverable counter tells a message dropped after the call from one delivered.
+  const metrics = installMetrics();
   const config: NodeConfig = { role: 'target', stack: 'redis', url, prefix, n };
   // `ZLINK_BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/p"` (space-separated): node flags for the receiver, as `npm run bench` takes them.
   const nodeArgs = process.env.ZLINK_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
@@ -118,6 +122,9 @@ async function main(): Promise<void> {
     }
     const pick = (f: (r: RunResult) => number) => median(results.map(f)).toFixed(1);
     console.log(`medians of ${runs}: sender ${pick((r) => r.senderUs)} µs, receiver ${pick((r) => r.receiverUs)} µs, Redis ${pick((r) => r.redisUs)} µs per message`);
+    const undeliverable = await metrics.counter('zlink.runtime.message.undeliverable');
+    console.log(`undeliverable (the sender's zlink.runtime.message.undeliverable, all runs): ${undeliverable}`);
+    if (undeliverable > 0) process.exitCode = 1;
   } finally {
     if (started) await receiver.call('stop').catch(() => undefined);
     if (sender) await sender.shutdown({ deadlineMs: 15_000 });
