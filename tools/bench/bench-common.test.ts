@@ -1,4 +1,4 @@
-import { cpuAt, peakUntil, redisCpuMs, s0s1Deciles, sealedAtOnce, startRamp, tenths } from './bench-common';
+import { cpuAt, mainThreadCpuMs, peakUntil, redisCpuMs, s0s1Deciles, sealedAtOnce, startRamp, statCpuMs, tenths } from './bench-common';
 
 describe('cpuAt (CPU of the move from 100 ms samples)', () => {
   // (wall clock ms, CPU ms) pairs
@@ -117,5 +117,24 @@ describe('redisCpuMs (the Redis server CPU from INFO cpu)', () => {
 
   test('a reply without the fields is NaN, not a number to subtract', async () => {
     await expect(redisCpuMs({ info: async () => '# CPU\r\n' })).resolves.toBeNaN();
+  });
+});
+
+describe('statCpuMs / mainThreadCpuMs (one thread\'s CPU from /proc)', () => {
+  test('reads utime + stime (fields 14 and 15) in 10 ms ticks, past a name with spaces and parentheses', () => {
+    const stat = '4242 (node (x) y) S 1 4242 4242 0 -1 4194560 1000 0 0 0 1234 56 0 0 20 0 11 0 100 1000000 5000 18446744073709551615';
+    expect(statCpuMs(stat)).toBe((1234 + 56) * 10);
+  });
+
+  test('a truncated line is NaN, not a number to subtract', () => {
+    expect(statCpuMs('4242 (node) S 1 4242')).toBeNaN();
+  });
+
+  test('this process: the main thread has used CPU, and no more than the whole process', () => {
+    if (process.platform !== 'linux') return;
+    const main = mainThreadCpuMs();
+    const { user, system } = process.cpuUsage();
+    expect(main).toBeGreaterThan(0);
+    expect(main).toBeLessThanOrEqual((user + system) / 1000 + 10);
   });
 });

@@ -27,7 +27,7 @@ import {
   type Stores,
   type UnitEvent,
 } from '../../runtime';
-import { actorId, cpuMs, Entry, PAD, pool, sealedAtOnce, sortNum, pct, type EntryState } from './bench-common';
+import { actorId, cpuMs, Entry, mainThreadCpuMs, PAD, pool, sealedAtOnce, sortNum, pct, type EntryState } from './bench-common';
 
 export interface NodeConfig {
   readonly role: 'source' | 'target';
@@ -80,6 +80,12 @@ export class BenchNode {
   private readonly cpuSamples: number[] = [];
   /** The kernel's part of those samples (system CPU ms), at the same times: syscalls, the loopback TCP path. */
   private readonly cpuSystemSamples: number[] = [];
+  /**
+   * The main thread's part (CPU ms since `watch`), at the same times; the rest is V8's GC and compiler threads and
+   * libuv's pool, which a V8 profile of the main thread does not show.
+   */
+  private readonly cpuMainSamples: number[] = [];
+  private mainBefore = 0;
   /** (wall clock ms, RSS MiB) pairs, flat: every 100 ms from `watch` to `stats`, and on the source at Relocated. */
   private readonly rssSamples: number[] = [];
   /** How long this process's event loop was blocked during the move (a stall here delays every unit's reply). */
@@ -217,6 +223,8 @@ export class BenchNode {
     // RSS grows over seconds, not within one interval.
     this.cpuSamples.length = 0;
     this.cpuSystemSamples.length = 0;
+    this.cpuMainSamples.length = 0;
+    this.mainBefore = mainThreadCpuMs();
     this.rssSamples.length = 0;
     this.sampleCpu();
     this.sampleRss();
@@ -273,6 +281,7 @@ export class BenchNode {
     const at = Date.now();
     this.cpuSamples.push(at, (cpu.user + cpu.system) / 1000);
     this.cpuSystemSamples.push(at, cpu.system / 1000);
+    this.cpuMainSamples.push(at, mainThreadCpuMs() - this.mainBefore);
   }
 
   /** Source: Relocate, then read every owner record until all name the target (source clock for both). */
@@ -331,6 +340,7 @@ export class BenchNode {
       cpuMs: (cpu.user + cpu.system) / 1000,
       cpuSamples: this.cpuSamples,
       cpuSystemSamples: this.cpuSystemSamples,
+      cpuMainSamples: this.cpuMainSamples,
       loopDelayMs: loop ? { p99: loop.percentile(99) / 1e6, max: loop.max / 1e6 } : undefined,
       gcPauses: this.gc,
       rssBeforeMB: this.rssBefore / 2 ** 20,

@@ -150,6 +150,8 @@ interface UnitStats {
   cpuSamples: number[];
   /** The system (kernel) part of the same samples. */
   cpuSystemSamples: number[];
+  /** The main thread's part of the same samples (NaN off Linux). */
+  cpuMainSamples: number[];
   loopDelayMs?: { p99: number; max: number };
   gcPauses?: GcPauses;
   rssBeforeMB: number;
@@ -348,6 +350,9 @@ async function main(): Promise<void> {
     // The kernel's part of that CPU (sockets: ws between the hosts, the Redis connection), over the same spans.
     const sourceMoveSystemCpuMs = cpuIn(ss.cpuSystemSamples, sourceEnd);
     const targetMoveSystemCpuMs = shared ? sourceMoveSystemCpuMs : cpuIn(ts.cpuSystemSamples, lastCas);
+    // The main thread's part; the rest is V8's GC and compiler threads (and libuv's pool), over the same spans.
+    const sourceMoveMainCpuMs = cpuIn(ss.cpuMainSamples, sourceEnd);
+    const targetMoveMainCpuMs = shared ? sourceMoveMainCpuMs : cpuIn(ts.cpuMainSamples, lastCas);
     // The Redis server's CPU (user + system, whole server), this process's and the machine's busy time, from Relocate
     // until the last owner CAS.
     const redisMoveCpuMs = cpuIn(moveCpuSamples.redis, reloc.startedAt + zlinkMs);
@@ -424,6 +429,8 @@ async function main(): Promise<void> {
             targetMove: round(targetMoveCpuMs),
             sourceMoveSystem: round(sourceMoveSystemCpuMs),
             targetMoveSystem: round(targetMoveSystemCpuMs),
+            sourceMoveMainThread: round(sourceMoveMainCpuMs),
+            targetMoveMainThread: round(targetMoveMainCpuMs),
             redisServerMove: round(redisMoveCpuMs),
             trafficHostMove: round(trafficHostMoveCpuMs),
             machineBusyMove: round(machineBusyMoveMs),
@@ -578,6 +585,9 @@ type Results = {
         /** The kernel's part of sourceMove / targetMove. */
         sourceMoveSystem: number;
         targetMoveSystem: number;
+        /** The main thread's part of sourceMove / targetMove (null in results.json off Linux). */
+        sourceMoveMainThread: number;
+        targetMoveMainThread: number;
         /** The Redis server's CPU over the move (null in results.json on the memory stack). */
         redisServerMove: number;
         /** This process's CPU over the move: the traffic host (on the memory stack, every host). */
@@ -654,6 +664,13 @@ function printTable(r: Results): void {
       z.cpuMs.oneProcess
         ? `${z.cpuMs.sourceMoveSystem} ms (${share(z.cpuMs.sourceMoveSystem, z.cpuMs.sourceMove)})`
         : `${z.cpuMs.sourceMoveSystem} / ${z.cpuMs.targetMoveSystem} ms  (${share(z.cpuMs.sourceMoveSystem, z.cpuMs.sourceMove)} / ${share(z.cpuMs.targetMoveSystem, z.cpuMs.targetMove)}; sockets cost more on some machines)`,
+    ],
+    [
+      'zlink',
+      z.cpuMs.oneProcess ? 'of which the main thread | other threads' : 'of which the main thread | other threads, source / target',
+      z.cpuMs.oneProcess
+        ? `${z.cpuMs.sourceMoveMainThread} | ${round(z.cpuMs.sourceMove - z.cpuMs.sourceMoveMainThread)} ms  (the others: V8's GC and compiler threads, libuv's pool)`
+        : `${z.cpuMs.sourceMoveMainThread} | ${round(z.cpuMs.sourceMove - z.cpuMs.sourceMoveMainThread)} / ${z.cpuMs.targetMoveMainThread} | ${round(z.cpuMs.targetMove - z.cpuMs.targetMoveMainThread)} ms  (others ${share(z.cpuMs.sourceMove - z.cpuMs.sourceMoveMainThread, z.cpuMs.sourceMove)} / ${share(z.cpuMs.targetMove - z.cpuMs.targetMoveMainThread, z.cpuMs.targetMove)}: V8's GC and compiler threads, libuv's pool; a V8 profile sees the main thread only)`,
     ],
     ...(r.stack === 'redis'
       ? [
