@@ -91,8 +91,8 @@ export const mainThreadCpuMs = (): number => {
 export function statCpuMs(stat: string): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state): utime is field 14, stime field 15.
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return fields.length > 12 ? ticks * USER_HZ_MS : NaN;
+  if (fields.length <= 12) return NaN;
+  return (Number(fields[11]) + Number(fields[12])) * USER_HZ_MS;
 }
 /** /proc reports CPU in USER_HZ ticks, 100 a second on Linux. */
 const USER_HZ_MS = 10;
