@@ -7,7 +7,7 @@ import type { AnyActor, InspectionEvent } from 'xstate';
 import { defineActor, preserveState, RelocationMode, RelocationOutcome, RelocationReason, UNIT_CHANGED, type FrameworkRuntime, type UnitEvent } from '../..';
 import { eventually, FAST_TIMING, makeStack, type Stack } from '../../../spec-tests/support/stack';
 import { ALL_TYPES } from '../../../spec-tests/support/workload';
-import { sealWindowBound } from './seal-gate';
+import { initialSealWindow, sealWindowBound } from './seal-gate';
 
 const UNITS = 40;
 
@@ -82,6 +82,8 @@ describe('source unit actors (memory+in-process)', () => {
 
   test('a relocation seals at most 1/256 of its units at once, at most 256, and never fewer than 32 (seal-gate.ts sealWindowBound)', async () => {
     expect([sealWindowBound(1_000_000), sealWindowBound(100_000), sealWindowBound(32_768), sealWindowBound(16_384), sealWindowBound(10_000), sealWindowBound(2_000), sealWindowBound(1)]).toEqual([256, 256, 128, 64, 39, 32, 32]);
+    // It starts at the soft window (128) once the bound reaches it, else at 16 and up by the round rule.
+    expect([initialSealWindow(1_000_000), initialSealWindow(100_000), initialSealWindow(32_768), initialSealWindow(32_767), initialSealWindow(10_000), initialSealWindow(1)]).toEqual([128, 128, 128, 16, 16, 16]);
     const n = 2000;
     const timing = { ...FAST_TIMING, messageFollowDurationMs: 200 };
     const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES, timing });

@@ -30,7 +30,7 @@ import type { Hosted } from '../../objects';
 import type { OutboundPorts } from '../ports';
 import type { FollowWindow } from './unit';
 import type { Inventory, UnitPlan } from '../inventory';
-import { SEAL_GATE_DEFAULTS, SealGate, sealWindowBound } from './seal-gate';
+import { initialSealWindow, SEAL_GATE_DEFAULTS, SealGate, sealWindowBound } from './seal-gate';
 import { SourceUnit, type UnitSourceLogic, type UnitStarter } from './unit';
 
 /** What the pool needs from the operation that owns it (the coordinator). */
@@ -105,7 +105,7 @@ export class UnitPool implements UnitStarter {
   ) {
     this.batches = inventory.batches.map((plans) => [...plans]);
     const units = inventory.batches[0].length + inventory.batches[1].length + inventory.batches[2].length;
-    this.sealGate = new SealGate({ ...SEAL_GATE_DEFAULTS, maxWindow: sealWindowBound(units) });
+    this.sealGate = new SealGate({ ...SEAL_GATE_DEFAULTS, initialWindow: initialSealWindow(units), maxWindow: sealWindowBound(units) });
   }
 
   /**

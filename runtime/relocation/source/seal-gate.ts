@@ -88,6 +88,21 @@ export function sealWindowBound(units: number): number {
 const SHARE_DIVISOR = 256;
 const MIN_BOUND = 32;
 
+/**
+ * Where the window starts for one relocation of `units` units: at the soft window (128) when the relocation is large
+ * enough for its bound to reach it (from 32,768 units), else at SEAL_GATE_DEFAULTS.initialWindow (16) and up by the
+ * round rule. Measured with `npm run bench` on a 2-core machine, ten alternated 100k pairs (two sets of five, the same
+ * hour): starting at 128 made the move 0.82–1.03× as long (median 0.93, shorter in 9 of 10), with more units sealed at
+ * once on average through the move in 8 of 10 and S0→S1 p99 25–30 ms against 24–32. A 10k move is the other way round:
+ * started at its bound (39), four alternated pairs were 1.10–1.45× as long (median 1.29) with p99 21–23 ms against
+ * 14–23 — the whole of a 10k move is the hosts' cold start, where a full window of slow units costs more than the
+ * ramp. So smaller relocations keep the ramp.
+ */
+export function initialSealWindow(units: number): number {
+  const bound = sealWindowBound(units);
+  return bound >= SEAL_GATE_DEFAULTS.softWindow ? SEAL_GATE_DEFAULTS.softWindow : Math.min(SEAL_GATE_DEFAULTS.initialWindow, bound);
+}
+
 /** How many times the shortest observed S0→S1 (the base latency of one unit) still counts as not queueing. */
 const BASE_LATENCY_FACTOR = 4;
 /** A round whose completions went over the bar in more than 1 / OVER_SHARE of cases shrinks the window. */
