@@ -80,10 +80,12 @@ describe('source unit actors (memory+in-process)', () => {
     expect(source.diagnostics().followRoutes).toBe(0);
   });
 
+  test('a relocation starts at 128 units sealed once its bound reaches 128 (32,768 units), else at 16 (seal-gate.ts initialSealWindow)', () => {
+    expect([initialSealWindow(1_000_000), initialSealWindow(100_000), initialSealWindow(32_768), initialSealWindow(32_767), initialSealWindow(10_000), initialSealWindow(1)]).toEqual([128, 128, 128, 16, 16, 16]);
+  });
+
   test('a relocation seals at most 1/256 of its units at once, at most 256, and never fewer than 32 (seal-gate.ts sealWindowBound)', async () => {
     expect([sealWindowBound(1_000_000), sealWindowBound(100_000), sealWindowBound(32_768), sealWindowBound(16_384), sealWindowBound(10_000), sealWindowBound(2_000), sealWindowBound(1)]).toEqual([256, 256, 128, 64, 39, 32, 32]);
-    // It starts at the soft window (128) once the bound reaches it, else at 16 and up by the round rule.
-    expect([initialSealWindow(1_000_000), initialSealWindow(100_000), initialSealWindow(32_768), initialSealWindow(32_767), initialSealWindow(10_000), initialSealWindow(1)]).toEqual([128, 128, 128, 16, 16, 16]);
     const n = 2000;
     const timing = { ...FAST_TIMING, messageFollowDurationMs: 200 };
     const source = await stack.host({ nodeId: 'source', applicationVersion: 1, types: ALL_TYPES, timing });

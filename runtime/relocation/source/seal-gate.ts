@@ -91,9 +91,10 @@ const MIN_BOUND = 32;
 /**
  * Where the window starts for one relocation of `units` units: at the soft window (128) when the relocation is large
  * enough for its bound to reach it (from 32,768 units), else at SEAL_GATE_DEFAULTS.initialWindow (16) and up by the
- * round rule. Measured with `npm run bench` on a 2-core machine, ten alternated 100k pairs (two sets of five, the same
- * hour): starting at 128 made the move 0.82–1.03× as long (median 0.93, shorter in 9 of 10), with more units sealed at
- * once on average through the move in 8 of 10 and S0→S1 p99 25–30 ms against 24–32. A 10k move is the other way round:
+ * round rule. Measured with `npm run bench` on a 2-core machine, fifteen alternated 100k pairs (three sets of five in
+ * one hour, the last with this code): starting at 128 made the move 0.63–1.10× as long (median 0.92, shorter in 13 of
+ * 15), with S0→S1 p99 22–35 ms against 24–32; in the first ten, more units were sealed at once on average through the
+ * whole move in 8. A 10k move is the other way round:
  * started at its bound (39), four alternated pairs were 1.10–1.45× as long (median 1.29) with p99 21–23 ms against
  * 14–23 — the whole of a 10k move is the hosts' cold start, where a full window of slow units costs more than the
  * ramp. So smaller relocations keep the ramp.
